@@ -1,0 +1,163 @@
+"""The Client protocol: the only way controllers, the scheduler loop and node agents touch state.
+
+Two implementations stand behind it: the embedded store (in process, SQLite underneath) and a
+REST client for any Kubernetes-compatible API server (the embedded one, or a real cluster).
+Both speak plain dicts shaped exactly like the Kubernetes JSON objects and raise
+``kubehpc.api.errors.ApiError`` subclasses, so code written against one runs on the other.
+
+Resources are named the way manifests name them: ``api_version`` ("v1", "batch/v1") and
+``kind`` ("Pod", "Job"). Cluster-scoped kinds take ``namespace=None``.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+Obj = dict[str, Any]
+
+
+class PatchType(enum.StrEnum):
+    """Patch formats, named by their HTTP content types."""
+
+    JSON = "application/json-patch+json"
+    MERGE = "application/merge-patch+json"
+    STRATEGIC = "application/strategic-merge-patch+json"
+    APPLY = "application/apply-patch+yaml"
+
+
+class Propagation(enum.StrEnum):
+    """DeleteOptions.propagationPolicy."""
+
+    ORPHAN = "Orphan"
+    BACKGROUND = "Background"
+    FOREGROUND = "Foreground"
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    """One watch event: ``type`` is ADDED, MODIFIED, DELETED, BOOKMARK or ERROR."""
+
+    type: str
+    object: Obj
+
+
+@dataclass
+class ObjectList:
+    items: list[Obj]
+    resource_version: str
+    continue_token: str = ""
+    remaining_item_count: int | None = None
+    api_version: str = "v1"
+    kind: str = "List"
+
+    def to_dict(self) -> Obj:
+        meta: Obj = {"resourceVersion": self.resource_version}
+        if self.continue_token:
+            meta["continue"] = self.continue_token
+        if self.remaining_item_count is not None:
+            meta["remainingItemCount"] = self.remaining_item_count
+        return {"apiVersion": self.api_version, "kind": self.kind, "metadata": meta, "items": self.items}
+
+
+@runtime_checkable
+class Watch(Protocol):
+    """A stream of events, in resourceVersion order, until ``stop()``.
+
+    Iterate synchronously (blocking) from threads, or with ``async for`` from asyncio code.
+    A watch started from a resourceVersion older than the kept history raises
+    ``errors.Gone`` (HTTP 410) on creation.
+    """
+
+    def __iter__(self) -> Iterator[WatchEvent]: ...
+
+    def __aiter__(self) -> AsyncIterator[WatchEvent]: ...
+
+    def stop(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class ListOptions:
+    namespace: str | None = None
+    label_selector: str = ""
+    field_selector: str = ""
+    limit: int = 0
+    continue_token: str = ""
+    resource_version: str = ""
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    dry_run: bool = False
+    field_validation: str = "Strict"
+    field_manager: str = ""
+
+
+@dataclass(frozen=True)
+class DeleteOptions:
+    propagation_policy: Propagation | None = None
+    grace_period_seconds: int | None = None
+    preconditions_uid: str = ""
+    preconditions_resource_version: str = ""
+    dry_run: bool = False
+
+
+@dataclass
+class WriteResult:
+    """What a write returns: the object as stored, plus warnings for the caller to show."""
+
+    object: Obj
+    warnings: list[str] = field(default_factory=list)
+
+
+class Client(Protocol):
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Obj: ...
+
+    def list(self, api_version: str, kind: str, options: ListOptions | None = None) -> ObjectList: ...
+
+    def watch(
+        self,
+        api_version: str,
+        kind: str,
+        options: ListOptions | None = None,
+        allow_bookmarks: bool = False,
+    ) -> Watch:
+        """Events after ``options.resource_version`` ("" or "0": the current state as ADDED
+        events first, then changes), filtered by namespace and selectors."""
+        ...
+
+    def create(self, obj: Obj, options: WriteOptions | None = None) -> Obj: ...
+
+    def update(self, obj: Obj, options: WriteOptions | None = None) -> Obj:
+        """Replace the object; ``metadata.resourceVersion``, when set, must be current (409)."""
+        ...
+
+    def update_status(self, obj: Obj, options: WriteOptions | None = None) -> Obj:
+        """Replace only ``status`` (the status subresource)."""
+        ...
+
+    def patch(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        patch: Any,
+        patch_type: PatchType = PatchType.MERGE,
+        namespace: str | None = None,
+        subresource: str = "",
+        options: WriteOptions | None = None,
+    ) -> Obj: ...
+
+    def delete(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        namespace: str | None = None,
+        options: DeleteOptions | None = None,
+    ) -> Obj:
+        """Delete (or begin deleting) the object; returns it as last stored, with
+        ``metadata.deletionTimestamp`` set when finalizers or foreground deletion keep it."""
+        ...
