@@ -1,0 +1,577 @@
+"""Custom kinds from pydantic models: validation, defaulting and CustomResourceDefinitions.
+
+A custom kind (Kueue, Volcano, KubeRay, MPI Operator) is described once, as pydantic models of
+its object per served version. This module turns such a model into everything the registry
+needs:
+
+* :func:`validator` — a :data:`registry.Validate` that checks an object as the API server checks
+  a custom resource against its CRD: types, required fields, enums, bounds, the CRD's CEL rules
+  (written as model validators), quantities and names, and embedded built-in definitions (a
+  ``PodTemplateSpec`` inside a Workload) against the official Kubernetes schema. Unknown fields
+  follow ``fieldValidation``. The object itself is never changed: the model only validates.
+* :func:`openapi_schema` — the model as an OpenAPI v3 *structural* schema, with the CRD's
+  defaults, for ``/openapi/v3`` and for generated CRDs.
+* :func:`defaulter` — a :data:`registry.Default` applying the schema's defaults as the API server
+  applies CRD defaults (a default fills a missing field whose parent object exists).
+* :func:`custom_resource_definition` — an ``apiextensions.k8s.io/v1`` CustomResourceDefinition
+  for a :class:`registry.ResourceType`, which cluster mode installs.
+
+Metadata is not checked here: the store runs :mod:`kubehpc.api.meta` for every kind.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, Union
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, GetJsonSchemaHandler, ValidationError
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, PydanticCustomError
+
+from kubehpc.api import names
+from kubehpc.api.errors import Cause, invalid
+from kubehpc.api.quantity import parse_quantity
+from kubehpc.api.registry import Default, FieldValidation, Obj, ResourceType, Validate
+from kubehpc.api.schema import Collector, definitions, validate_definition
+
+# ---------------------------------------------------------------------------------------------
+# Building blocks for models
+
+
+class CRDModel(BaseModel):
+    """Base of every custom-kind model: camelCase aliases, strict JSON types, unknown fields
+    reported (the validator decides, per ``fieldValidation``, whether they are errors)."""
+
+    # Only the JSON (camelCase) names are accepted: a snake_case key in a manifest is an unknown field.
+    model_config = ConfigDict(
+        extra="forbid", strict=True, validate_by_name=False, validate_by_alias=True, frozen=True
+    )
+
+
+@dataclass(frozen=True)
+class Embedded:
+    """Marks a field holding a built-in Kubernetes type (``io.k8s.api.core.v1.PodTemplateSpec``),
+    checked against the official schema and inlined into generated CRDs."""
+
+    definition: str
+
+    def __get_pydantic_json_schema__(
+        self, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return {_EMBEDDED: self.definition}
+
+
+@dataclass(frozen=True, eq=False)  # identity hash: the schema is a dict
+class JsonSchemaExtra:
+    """Replaces a field's schema (for types pydantic cannot describe structurally)."""
+
+    schema: Mapping[str, Any]
+
+    def __get_pydantic_json_schema__(
+        self, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return dict(self.schema)
+
+
+_EMBEDDED = "x-kubehpc-definition"
+
+# The pattern upstream CRDs put on quantities (controller-gen's, for resource.Quantity).
+QUANTITY_PATTERN = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|"
+    r"(\.[0-9]+))))?$"
+)
+_QUANTITY_SCHEMA = {
+    "anyOf": [{"type": "integer"}, {"type": "string"}],
+    "pattern": QUANTITY_PATTERN,
+    "x-kubernetes-int-or-string": True,
+}
+DNS_LABEL_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+DNS_SUBDOMAIN_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+_DATE_TIME_RE = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
+
+
+def _custom(kind: str, message: str) -> PydanticCustomError:
+    return PydanticCustomError(kind, message)
+
+
+def _check_quantity(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise _custom("quantity", "must be a quantity: an integer or a string such as 500m or 8Gi")
+    try:
+        parse_quantity(value)
+    except ValueError as e:
+        raise _custom("quantity", str(e)) from None
+    return value
+
+
+def _check_non_negative_quantity(value: Any) -> Any:
+    _check_quantity(value)
+    if parse_quantity(value).amount < 0:
+        raise _custom("quantity", f"Invalid value: {value!r}: must be greater than or equal to 0")
+    return value
+
+
+def _check_date_time(value: str) -> str:
+    if not _DATE_TIME_RE.fullmatch(value):
+        raise _custom("date_time", f'Invalid value: "{value}": must be an RFC 3339 date-time')
+    return value
+
+
+def _name_check(rule: Callable[[str], list[str]]) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        problems = rule(value)
+        if problems:
+            raise _custom("name", f'Invalid value: "{value}": ' + "; ".join(problems))
+        return value
+
+    return check
+
+
+# A resource.Quantity: an integer or a string ("500m", "8Gi"), parsed exactly.
+Quantity = Annotated[Any, AfterValidator(_check_quantity), JsonSchemaExtra(_QUANTITY_SCHEMA)]
+# A quantity that may not be negative (quotas, limits, weights).
+NonNegativeQuantity = Annotated[
+    Any, AfterValidator(_check_non_negative_quantity), JsonSchemaExtra(_QUANTITY_SCHEMA)
+]
+# A metav1.Time: an RFC 3339 date-time string.
+DateTime = Annotated[
+    str, AfterValidator(_check_date_time), JsonSchemaExtra({"type": "string", "format": "date-time"})
+]
+# Names of other objects, as the upstream CRDs constrain them.
+DNSSubdomain = Annotated[
+    str,
+    AfterValidator(_name_check(names.dns1123_subdomain)),
+    JsonSchemaExtra({"type": "string", "maxLength": 253, "pattern": DNS_SUBDOMAIN_PATTERN}),
+]
+DNSLabel = Annotated[
+    str,
+    AfterValidator(_name_check(names.dns1123_label)),
+    JsonSchemaExtra({"type": "string", "maxLength": 63, "pattern": DNS_LABEL_PATTERN}),
+]
+QualifiedName = Annotated[
+    str,
+    AfterValidator(_name_check(names.qualified_name)),
+    JsonSchemaExtra({"type": "string", "maxLength": 316}),
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation
+
+
+def validator(kind: str, group: str, model: type[BaseModel]) -> Validate:
+    """A :data:`registry.Validate` checking objects against ``model`` (metadata excluded)."""
+
+    def validate(obj: Obj, mode: FieldValidation) -> list[str]:
+        causes, warnings = check_model(model, obj, mode)
+        if causes:
+            meta = obj.get("metadata")
+            name = str(meta.get("name") or meta.get("generateName") or "") if isinstance(meta, dict) else ""
+            raise invalid(kind, name, causes, group=group)
+        return warnings
+
+    return validate
+
+
+def check_model(
+    model: type[BaseModel], obj: Obj, mode: FieldValidation = FieldValidation.STRICT
+) -> tuple[list[Cause], list[str]]:
+    """Problems of ``obj`` against ``model``: (causes, warnings). Unknown fields are causes
+    under Strict, warnings under Warn and nothing under Ignore."""
+    body = _drop_nulls({k: v for k, v in obj.items() if k != "metadata"})
+    causes, unknown, unknown_locs = _run(model, body)
+    if unknown_locs:
+        # An unknown field stops pydantic from running the checks of the objects around it (the
+        # CEL rules); check again without the unknown fields so those still apply under Warn.
+        pruned = copy.deepcopy(body)
+        for loc in unknown_locs:
+            _delete(pruned, loc)
+        causes, _, _ = _run(model, pruned)
+    warnings: list[str] = []
+    if mode == FieldValidation.STRICT:
+        causes = [Cause(p, f'unknown field "{p}"', "FieldValueInvalid") for p in unknown] + causes
+    elif mode == FieldValidation.WARN:
+        warnings = [f'unknown field "{p}"' for p in unknown]
+    embedded_causes, embedded_warnings = _embedded_causes(model, body, "", mode)
+    return causes + embedded_causes, warnings + embedded_warnings
+
+
+def _run(model: type[BaseModel], body: Obj) -> tuple[list[Cause], list[str], list[tuple[Any, ...]]]:
+    try:
+        model.model_validate(body)
+    except ValidationError as e:
+        causes: list[Cause] = []
+        unknown: list[str] = []
+        unknown_locs: list[tuple[Any, ...]] = []
+        for err in e.errors(include_url=False):
+            path = field_path(model, err["loc"])
+            if err["type"] == "extra_forbidden":
+                unknown.append(path)
+                unknown_locs.append(err["loc"])
+            else:
+                causes.append(_cause(path, err))
+        return causes, unknown, unknown_locs
+    return [], [], []
+
+
+def _drop_nulls(value: Any) -> Any:
+    """An explicit null reads as "not set", as Go's JSON decoding (and CRD pruning) treats it."""
+    if isinstance(value, dict):
+        return {k: _drop_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_drop_nulls(v) for v in value]
+    return value
+
+
+def _delete(body: Any, loc: tuple[Any, ...]) -> None:
+    for key in loc[:-1]:
+        body = body[key]
+    body.pop(loc[-1], None)
+
+
+def _show(value: Any) -> str:
+    return f'"{value}"' if isinstance(value, str) else repr(value)
+
+
+def _cause(path: str, err: Any) -> Cause:
+    kind, ctx, value = err["type"], err.get("ctx") or {}, err.get("input")
+    if kind == "missing":
+        return Cause(path, "Required value", "FieldValueRequired")
+    if kind == "literal_error":
+        return Cause(
+            path,
+            f"Unsupported value: {_show(value)}: supported values: {ctx.get('expected', '')}",
+            "FieldValueNotSupported",
+        )
+    if kind == "too_long" and isinstance(value, list | dict):
+        return Cause(
+            path, f"Too many: {len(value)}: must have at most {ctx['max_length']} items", "FieldValueTooMany"
+        )
+    if kind == "too_long":
+        return Cause(path, f"Too long: may not be more than {ctx['max_length']} bytes", "FieldValueTooLong")
+    if kind == "too_short":
+        return Cause(path, f"Invalid value: {len(value)}: must have at least {ctx['min_length']} items")
+    if kind == "string_too_long":
+        return Cause(path, f"Too long: may not be more than {ctx['max_length']} bytes", "FieldValueTooLong")
+    if kind == "string_too_short":
+        return Cause(path, f"Invalid value: {_show(value)}: must be at least {ctx['min_length']} characters")
+    if kind in ("greater_than_equal", "less_than_equal"):
+        bound = "greater" if kind == "greater_than_equal" else "less"
+        limit = ctx.get("ge", ctx.get("le"))
+        return Cause(path, f"Invalid value: {_show(value)}: must be {bound} than or equal to {limit}")
+    if kind == "string_pattern_mismatch":
+        return Cause(path, f"Invalid value: {_show(value)}: should match '{ctx.get('pattern', '')}'")
+    if kind.endswith("_type") or kind in ("model_type", "dict_type", "list_type"):
+        expected = {
+            "int_type": "an integer",
+            "string_type": "a string",
+            "bool_type": "a boolean",
+            "float_type": "a number",
+            "list_type": "a list",
+            "dict_type": "an object",
+            "model_type": "an object",
+        }.get(kind, kind.removesuffix("_type"))
+        return Cause(path, f"Invalid value: {_show(value)}: must be {expected}", "FieldValueTypeInvalid")
+    return Cause(path, str(err["msg"]).removeprefix("Value error, "))
+
+
+# ---------------------------------------------------------------------------------------------
+# Walking a model's types alongside an object
+
+
+def _unwrap(tp: Any) -> Any:
+    """The type inside ``Annotated[...]`` and ``X | None``."""
+    while True:
+        origin = typing.get_origin(tp)
+        if origin is Annotated:
+            tp = typing.get_args(tp)[0]
+        elif origin in (Union, types.UnionType):
+            args = [a for a in typing.get_args(tp) if a is not type(None)]
+            if len(args) != 1:
+                return tp
+            tp = args[0]
+        else:
+            return tp
+
+
+def _field_by_key(model: type[BaseModel], key: str) -> Any:
+    for name, info in model.model_fields.items():
+        if key == (info.alias or name):
+            return info
+    return None
+
+
+def field_path(model: type[BaseModel], loc: tuple[Any, ...]) -> str:
+    """A pydantic error location as a Kubernetes field path, map keys in brackets:
+    ``spec.resourceGroups[0].flavors[1].resources[0].nominalQuota``, ``spec.nodeLabels[zone]``."""
+    tp: Any = model
+    path = ""
+    for key in loc:
+        if key == "[key]":
+            continue
+        tp = _unwrap(tp)
+        origin = typing.get_origin(tp)
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            info = _field_by_key(tp, str(key))
+            path = f"{path}.{key}" if path else str(key)
+            tp = info.annotation if info is not None else Any
+        elif origin is list or isinstance(key, int):
+            path += f"[{key}]"
+            args = typing.get_args(tp)
+            tp = args[0] if args else Any
+        elif origin is dict:
+            path += f"[{key}]"
+            tp = typing.get_args(tp)[1]
+        else:
+            path = f"{path}.{key}" if path else str(key)
+            tp = Any
+    return path
+
+
+def _embedded_of(info: Any) -> str | None:
+    for meta in getattr(info, "metadata", ()):
+        if isinstance(meta, Embedded):
+            return meta.definition
+    return None
+
+
+def _embedded_causes(tp: Any, value: Any, path: str, mode: FieldValidation) -> tuple[list[Cause], list[str]]:
+    """Check every embedded built-in definition found under ``value`` against the official
+    schema (causes, warnings)."""
+    out = Collector(mode)
+    _walk_embedded(tp, value, path, mode, out)
+    return out.causes, out.warnings
+
+
+def _walk_embedded(tp: Any, value: Any, path: str, mode: FieldValidation, out: Collector) -> None:
+    tp = _unwrap(tp)
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        if not isinstance(value, dict):
+            return
+        for key, child in value.items():
+            info = _field_by_key(tp, key)
+            if info is None:
+                continue
+            child_path = f"{path}.{key}" if path else key
+            definition = _embedded_of(info)
+            if definition is not None:
+                validate_definition(definition, child, child_path, mode, out)
+            else:
+                _walk_embedded(info.annotation, child, child_path, mode, out)
+    elif typing.get_origin(tp) is list and isinstance(value, list):
+        (item,) = typing.get_args(tp)
+        for i, child in enumerate(value):
+            _walk_embedded(item, child, f"{path}[{i}]", mode, out)
+    elif typing.get_origin(tp) is dict and isinstance(value, dict):
+        item = typing.get_args(tp)[1]
+        for key, child in value.items():
+            _walk_embedded(item, child, f"{path}[{key}]", mode, out)
+
+
+# ---------------------------------------------------------------------------------------------
+# OpenAPI v3 structural schema
+
+
+def openapi_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """``model`` as an OpenAPI v3 structural schema: no ``$ref``, a type at every node, CRD
+    defaults kept, embedded built-in definitions inlined from the official schema."""
+    raw = model.model_json_schema(by_alias=True, mode="validation")
+    defs = raw.pop("$defs", {})
+    schema: dict[str, Any] = _structural(raw, defs)
+    props = schema.setdefault("properties", {})
+    props["metadata"] = {"type": "object"}
+    return schema
+
+
+_DROP = {"title", "additionalProperties", "$defs"}
+
+
+def _structural(node: Any, defs: Mapping[str, Any]) -> Any:
+    if isinstance(node, list):
+        return [_structural(n, defs) for n in node]
+    if not isinstance(node, Mapping):
+        return node
+    if "$ref" in node:
+        target = _structural(defs[node["$ref"].rsplit("/", 1)[-1]], defs)
+        extra = {k: v for k, v in node.items() if k != "$ref"}
+        return {**target, **_structural(extra, defs)}
+    if _EMBEDDED in node:
+        return builtin_definition_schema(node[_EMBEDDED])
+    any_of = node.get("anyOf")
+    if any_of and not node.get("x-kubernetes-int-or-string"):
+        non_null = [s for s in any_of if s.get("type") != "null"]
+        if len(non_null) == 1:
+            merged = {**{k: v for k, v in node.items() if k != "anyOf"}, **non_null[0]}
+            return _structural(merged, defs)
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in _DROP and not (key == "additionalProperties" and isinstance(value, Mapping)):
+            continue
+        if key == "default" and value is None:
+            continue
+        if key == "properties":
+            out[key] = {k: _structural(v, defs) for k, v in value.items()}
+        elif key in ("enum", "required", "default", "x-kubernetes-list-map-keys", "const"):
+            out[key] = value
+        else:
+            out[key] = _structural(value, defs)
+    if "const" in out:
+        out["enum"] = [out.pop("const")]
+    if "properties" in out:
+        out["type"] = "object"
+    return out
+
+
+def builtin_definition_schema(name: str) -> dict[str, Any]:
+    """An official Kubernetes definition inlined as a structural schema (as controller-gen
+    embeds a PodTemplateSpec into a CRD)."""
+    schema: dict[str, Any] = _inline(definitions(), definitions()[name], ())
+    return schema
+
+
+# The vendor extensions a CRD schema may carry (patch strategies, unions and group-version-kind
+# markers of the official definitions are not among them).
+_CRD_EXTENSIONS = {
+    "x-kubernetes-int-or-string",
+    "x-kubernetes-preserve-unknown-fields",
+    "x-kubernetes-embedded-resource",
+    "x-kubernetes-list-type",
+    "x-kubernetes-list-map-keys",
+    "x-kubernetes-map-type",
+    "x-kubernetes-validations",
+}
+_INT_OR_STRING_DEFS = (
+    "io.k8s.apimachinery.pkg.api.resource.Quantity",
+    "io.k8s.apimachinery.pkg.util.intstr.IntOrString",
+)
+
+
+def _inline(defs: Mapping[str, Any], node: Any, stack: tuple[str, ...]) -> Any:
+    if isinstance(node, list):
+        return [_inline(defs, n, stack) for n in node]
+    if not isinstance(node, Mapping):
+        return node
+    ref = node.get("$ref")
+    if ref is not None:
+        name = ref.rsplit("/", 1)[-1]
+        if name in _INT_OR_STRING_DEFS:
+            return {"x-kubernetes-int-or-string": True}
+        if name in stack:  # recursive definitions (none in pod specs) stay open
+            return {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+        return _inline(defs, defs[name], (*stack, name))
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if (
+            key in ("description", "uniqueItems")
+            or (key.startswith("x-kubernetes-") and key not in _CRD_EXTENSIONS)
+            or (key == "additionalProperties" and not isinstance(value, Mapping))
+        ):
+            continue
+        if key == "type" and isinstance(value, list):
+            kinds = [t for t in value if t != "null"]
+            out[key] = kinds[0] if len(kinds) == 1 else kinds
+        elif key == "properties":
+            out[key] = {k: _inline(defs, v, stack) for k, v in value.items()}
+        elif key in ("enum", "required", "x-kubernetes-list-map-keys"):
+            out[key] = value
+        else:
+            out[key] = _inline(defs, value, stack)
+    if "properties" in out:
+        out["type"] = "object"
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Defaulting
+
+
+def defaulter(schema: Mapping[str, Any]) -> Default:
+    """Apply ``schema``'s defaults in place, as the API server defaults custom resources."""
+
+    def default(obj: Obj) -> None:
+        apply_defaults(schema, obj)
+
+    return default
+
+
+def apply_defaults(schema: Mapping[str, Any], value: Any) -> None:
+    if isinstance(value, dict):
+        props = schema.get("properties")
+        if props:
+            for key, sub in props.items():
+                if key not in value and "default" in sub:
+                    value[key] = copy.deepcopy(sub["default"])
+                if key in value and key != "metadata":
+                    apply_defaults(sub, value[key])
+        extra = schema.get("additionalProperties")
+        if isinstance(extra, Mapping):
+            for child in value.values():
+                apply_defaults(extra, child)
+    elif isinstance(value, list) and isinstance(schema.get("items"), Mapping):
+        for child in value:
+            apply_defaults(schema["items"], child)
+
+
+# ---------------------------------------------------------------------------------------------
+# CustomResourceDefinition
+
+
+def custom_resource_definition(rt: ResourceType) -> dict[str, Any]:
+    """The ``apiextensions.k8s.io/v1`` CustomResourceDefinition serving ``rt``."""
+    names_: dict[str, Any] = {
+        "kind": rt.kind,
+        "listKind": rt.list_kind,
+        "plural": rt.plural,
+        "singular": rt.singular,
+    }
+    if rt.short_names:
+        names_["shortNames"] = list(rt.short_names)
+    if rt.categories:
+        names_["categories"] = list(rt.categories)
+    versions = []
+    for v in rt.versions:
+        if v.openapi_schema is None:
+            raise ValueError(f"{rt.kind} {v.name} has no OpenAPI schema")
+        version: dict[str, Any] = {
+            "name": v.name,
+            "served": True,
+            "storage": v.name == rt.storage_version,
+            "schema": {"openAPIV3Schema": copy.deepcopy(dict(v.openapi_schema))},
+        }
+        if rt.status_subresource:
+            version["subresources"] = {"status": {}}
+        columns = [
+            {
+                k: val
+                for k, val in (
+                    ("name", c.name),
+                    ("type", c.type),
+                    ("jsonPath", c.json_path),
+                    ("priority", c.priority),
+                    ("description", c.description),
+                    ("format", c.format),
+                )
+                if val
+            }
+            for c in v.printer_columns
+            if c.json_path
+        ]
+        if columns:
+            version["additionalPrinterColumns"] = columns
+        versions.append(version)
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{rt.plural}.{rt.group}"},
+        "spec": {
+            "group": rt.group,
+            "names": names_,
+            "scope": "Namespaced" if rt.namespaced else "Cluster",
+            "versions": versions,
+        },
+    }
