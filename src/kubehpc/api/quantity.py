@@ -14,6 +14,7 @@ a nano-unit round up to it.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -69,7 +70,14 @@ def parse_quantity(value: Any) -> Quantity:
     if isinstance(value, int):
         return Quantity(Fraction(value))
     # A float arrives from YAML/JSON as the digits the user wrote; repr() gives those digits back.
-    text = repr(value) if isinstance(value, float) else value
+    return _parse_text(repr(value) if isinstance(value, float) else value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_text(text: str) -> Quantity:
+    # Manifests repeat a handful of quantities ("500m", "8Gi") thousands of times, and the
+    # result is immutable, so parsing each distinct text once takes Fraction arithmetic off
+    # the write path of the store.
     match = _QUANTITY_RE.fullmatch(text)
     if match is None:
         raise ValueError(f'invalid quantity "{text}"')

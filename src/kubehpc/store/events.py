@@ -1,0 +1,109 @@
+"""Recording v1 Events about objects, aggregated the way client-go's recorder does.
+
+An event repeated for the same object with the same type, reason and message bumps ``count``
+and ``lastTimestamp`` of the existing Event instead of creating a new one. Recording never
+raises: events are diagnostics, and a failure to record one must not fail the caller's work.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from typing import Any
+
+from kubehpc.api.errors import ApiError, NotFound
+from kubehpc.store.client import Client, PatchType
+from kubehpc.store.strategy import rfc3339
+
+Obj = dict[str, Any]
+log = logging.getLogger(__name__)
+
+NORMAL = "Normal"
+WARNING = "Warning"
+_CACHE_SIZE = 4096
+
+
+def _involved(obj: Obj) -> Obj:
+    meta = obj.get("metadata") or {}
+    ref: Obj = {
+        "kind": obj.get("kind", ""),
+        "apiVersion": obj.get("apiVersion", ""),
+        "name": meta.get("name", ""),
+    }
+    for src, dst in (("namespace", "namespace"), ("uid", "uid"), ("resourceVersion", "resourceVersion")):
+        if meta.get(src):
+            ref[dst] = meta[src]
+    return ref
+
+
+class EventRecorder:
+    """Records Events on behalf of one component (``source.component``)."""
+
+    def __init__(self, client: Client, component: str, host: str = "") -> None:
+        self.client = client
+        self.component = component
+        self.host = host
+        self._lock = threading.Lock()
+        # (uid or kind/ns/name, type, reason, message) -> (event name, namespace, count)
+        self._seen: OrderedDict[tuple[str, str, str, str], tuple[str, str, int]] = OrderedDict()
+
+    def record(self, involved: Obj, type_: str, reason: str, message: str) -> Obj | None:
+        """Record (or aggregate) an event; returns the stored Event, None when it failed."""
+        if type_ not in (NORMAL, WARNING):
+            raise ValueError(f"event type must be Normal or Warning, not {type_!r}")
+        ref = _involved(involved)
+        namespace = ref.get("namespace") or "default"
+        identity = ref.get("uid") or f"{ref['kind']}/{namespace}/{ref['name']}"
+        key = (str(identity), type_, reason, message)
+        now = rfc3339(time.time())
+        with self._lock:
+            seen = self._seen.get(key)
+        try:
+            if seen is not None:
+                name, ns, count = seen
+                try:
+                    out = self.client.patch(
+                        "v1",
+                        "Event",
+                        name,
+                        {"count": count + 1, "lastTimestamp": now},
+                        PatchType.MERGE,
+                        namespace=ns,
+                    )
+                    self._remember(key, name, ns, count + 1)
+                    return out
+                except NotFound:
+                    pass  # expired or deleted: record afresh
+            source: Obj = {"component": self.component}
+            if self.host:
+                source["host"] = self.host
+            event: Obj = {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"generateName": f"{ref['name']}.", "namespace": namespace},
+                "involvedObject": ref,
+                "reason": reason,
+                "message": message,
+                "type": type_,
+                "source": source,
+                "firstTimestamp": now,
+                "lastTimestamp": now,
+                "count": 1,
+                "reportingComponent": self.component,
+                "reportingInstance": self.host,
+            }
+            out = self.client.create(event)
+            self._remember(key, out["metadata"]["name"], namespace, 1)
+            return out
+        except ApiError as exc:
+            log.warning("could not record event %s on %s/%s: %s", reason, namespace, ref["name"], exc)
+            return None
+
+    def _remember(self, key: tuple[str, str, str, str], name: str, namespace: str, count: int) -> None:
+        with self._lock:
+            self._seen[key] = (name, namespace, count)
+            self._seen.move_to_end(key)
+            while len(self._seen) > _CACHE_SIZE:
+                self._seen.popitem(last=False)

@@ -1,0 +1,69 @@
+"""What the store keeps per object version and per change.
+
+An object version is kept twice: as its orjson bytes (the source of copies handed to callers —
+``orjson.loads`` makes an independent copy faster than ``copy.deepcopy`` — and of HTTP
+bodies, which need no re-encoding) and as the decoded dict, shared read-only by the indexes,
+selectors and watchers. Nobody may mutate ``Record.obj``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+Obj = dict[str, Any]
+
+ADDED = "ADDED"
+MODIFIED = "MODIFIED"
+DELETED = "DELETED"
+
+
+class Record:
+    """One stored version of one object (storage version, resourceVersion set)."""
+
+    __slots__ = ("_obj", "raw")
+
+    def __init__(self, raw: bytes, obj: Obj | None = None) -> None:
+        self.raw = raw
+        self._obj = obj
+
+    @classmethod
+    def of(cls, obj: Obj) -> Record:
+        return cls(orjson.dumps(obj), obj)
+
+    @property
+    def obj(self) -> Obj:
+        """The decoded object, shared: read it, never change it."""
+        if self._obj is None:
+            self._obj = orjson.loads(self.raw)
+        return self._obj
+
+    def copy(self) -> Obj:
+        """An independent copy the caller may change."""
+        out: Obj = orjson.loads(self.raw)
+        return out
+
+    @property
+    def meta(self) -> Obj:
+        meta: Obj = self.obj.get("metadata") or {}
+        return meta
+
+
+@dataclass(slots=True)
+class Change:
+    """One committed change: the unit of the watch history and of the durable event log.
+
+    ``record`` is the new version (for DELETED: the last version, stamped with the deletion's
+    resourceVersion); ``prev`` the version before, so that selector watches can tell an object
+    leaving their selection (sent as DELETED) from one entering it (sent as ADDED).
+    """
+
+    rv: int
+    type: str
+    resource: str
+    namespace: str
+    name: str
+    record: Record
+    prev: Record | None

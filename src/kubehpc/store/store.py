@@ -1,0 +1,413 @@
+"""The embedded store: Kubernetes object semantics over in-memory indexes and a SQLite log.
+
+Reads (get, list, watch) are served from memory and never touch SQLite; every write is
+applied to memory, committed to SQLite (one transaction per call, or per ``batch()``), and
+only then published to watches and returned. See :mod:`kubehpc.store.sqlite` for what the
+commit guarantees.
+
+Objects are kept in their kind's storage version and converted to the requested version on
+the way out. Callers always get independent copies (decoded from the stored JSON bytes);
+``get_raw``/``list_raw`` hand out the bytes themselves for the HTTP server.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import random
+import threading
+from collections import deque
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from kubehpc.api.errors import BadRequest, Gone, NotFound
+from kubehpc.api.registry import Registry, ResourceType
+from kubehpc.store.client import ListOptions, ObjectList, Watch
+from kubehpc.store.records import ADDED, DELETED, Change, Obj, Record
+from kubehpc.store.selectors import parse_field_selector, parse_label_selector
+from kubehpc.store.sqlite import SqliteLog
+from kubehpc.store.watch import StoreWatch, WatchFilter
+from kubehpc.store.writes import WritesMixin
+
+DEFAULT_MEMORY_HISTORY = 20_000
+DEFAULT_DURABLE_HISTORY = 200_000
+DEFAULT_BOOKMARK_INTERVAL_S = 2.0
+DEFAULT_MAX_WATCH_QUEUE = 100_000  # undelivered events before a watch is cut off
+
+
+class Store(WritesMixin):
+    """Implements :class:`kubehpc.store.client.Client` in process.
+
+    ``path=None`` keeps everything in memory (tests, the simulator); a path opens (or creates)
+    the SQLite database there and loads it.
+    """
+
+    def __init__(
+        self,
+        registry: Registry,
+        path: Path | None = None,
+        *,
+        memory_history: int = DEFAULT_MEMORY_HISTORY,
+        durable_history: int = DEFAULT_DURABLE_HISTORY,
+        bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL_S,
+        max_watch_queue: int = DEFAULT_MAX_WATCH_QUEUE,
+        seed: int | None = None,
+    ) -> None:
+        self.registry = registry
+        self._lock = threading.RLock()
+        # resource key -> namespace ("" when cluster-scoped) -> name -> current record
+        self._objects: dict[str, dict[str, dict[str, Record]]] = {rt.key: {} for rt in registry}
+        self._rv = 0
+        self._history: deque[Change] = deque()
+        self._memory_history = memory_history
+        self._durable_history = durable_history
+        self._memory_floor = 0  # every change above this rv is in self._history
+        self._durable_floor = 0  # every change above this rv is in the SQLite log
+        self._pending: list[Change] = []
+        self._batch_depth = 0
+        self._watchers: dict[str, set[StoreWatch]] = {rt.key: set() for rt in registry}
+        self._bookmark_interval = bookmark_interval
+        self._max_watch_queue = max_watch_queue
+        self._rng = random.Random(seed)
+        self._log = SqliteLog(path) if path is not None else None
+        self._closed = False
+        if self._log is not None:
+            self._load(self._log)
+        self._ensure_initial_namespaces()
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    def _load(self, log: SqliteLog) -> None:
+        self._rv = log.last_rv()
+        self._durable_floor = log.counter("compacted")
+        for resource, namespace, name, data in log.objects():
+            by_ns = self._objects.get(resource)
+            if by_ns is None:  # a kind no longer registered: keep it on disk, do not serve it
+                continue
+            by_ns.setdefault(namespace, {})[name] = Record(data)
+        tail = log.changes_after(self._durable_floor, limit=self._memory_history)
+        self._history.extend(tail)
+        self._memory_floor = tail[0].rv - 1 if tail else self._rv
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            watchers = [w for ws in self._watchers.values() for w in ws]
+        for w in watchers:
+            w.stop()
+        with self._lock:  # not while another thread is committing
+            if self._log is not None:
+                self._log.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    @property
+    def resource_version(self) -> int:
+        """The latest resourceVersion handed out."""
+        return self._rv
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Commit every write inside the block in one transaction, at its end.
+
+        Writes inside are visible to reads at once, but acknowledged (durable) and published
+        to watches only when the block exits; an exception inside rolls all of them back.
+        """
+        with self._lock:
+            self._batch_depth += 1
+            try:
+                yield
+            except BaseException:
+                self._batch_depth -= 1
+                if self._batch_depth == 0:
+                    self._rollback()
+                raise
+            self._batch_depth -= 1
+            if self._batch_depth == 0:
+                self._flush()
+
+    # --- commit path (called with the lock held) -----------------------------------------
+
+    def _next_rv(self) -> int:
+        self._rv += 1
+        return self._rv
+
+    def _apply(self, change: Change) -> None:
+        """Put a change into the indexes and queue it for the next commit."""
+        by_name = self._objects[change.resource].setdefault(change.namespace, {})
+        if change.type == DELETED:
+            by_name.pop(change.name, None)
+            if not by_name:
+                del self._objects[change.resource][change.namespace]
+        else:
+            by_name[change.name] = change.record
+        self._pending.append(change)
+        if self._batch_depth == 0:
+            self._flush()
+
+    def _rollback(self) -> None:
+        for change in reversed(self._pending):
+            by_name = self._objects[change.resource].setdefault(change.namespace, {})
+            if change.prev is None:
+                by_name.pop(change.name, None)
+            else:
+                by_name[change.name] = change.prev
+        if self._pending:
+            self._rv = self._pending[0].rv - 1
+        self._pending = []
+
+    def _flush(self) -> None:
+        pending = self._pending
+        if not pending:
+            return
+        if self._log is not None:
+            try:
+                self._log.write(pending)
+            except BaseException:
+                self._rollback()
+                raise
+        self._pending = []
+        history = self._history
+        history.extend(pending)
+        overflow = len(history) - self._memory_history
+        for _ in range(max(0, overflow)):
+            self._memory_floor = history.popleft().rv
+        if self._log is None:
+            self._durable_floor = self._memory_floor
+        elif self._rv - self._durable_floor > self._durable_history * 1.1:
+            # Compact in steps of a tenth of the window so the DELETE is amortised.
+            self._durable_floor = self._rv - self._durable_history
+            self._log.compact(self._durable_floor)
+        touched: set[str] = set()
+        for change in pending:
+            for w in self._watchers[change.resource]:
+                w.offer(change)
+            touched.add(change.resource)
+        for resource in touched:
+            watchers = self._watchers[resource]
+            if any(w.stopped for w in watchers):
+                self._watchers[resource] = {w for w in watchers if not w.stopped}
+
+    # --- reads ---------------------------------------------------------------------------
+
+    def _type(self, api_version: str, kind: str) -> tuple[ResourceType, str]:
+        rt, vs = self.registry.for_kind(api_version, kind)
+        return rt, vs.name
+
+    @staticmethod
+    def _ns(rt: ResourceType, namespace: str | None) -> str:
+        return (namespace or "default") if rt.namespaced else ""
+
+    def _record(self, rt: ResourceType, namespace: str, name: str) -> Record | None:
+        return self._objects[rt.key].get(namespace, {}).get(name)
+
+    def _not_found(self, rt: ResourceType, name: str) -> NotFound:
+        return NotFound(f'{rt.key} "{name}" not found', name=name, kind=rt.plural, group=rt.group)
+
+    def _decode(self, rt: ResourceType, version: str, raw: bytes) -> Obj:
+        obj: Obj = orjson.loads(raw)
+        if version != rt.storage_version:
+            obj = rt.from_storage(obj, version)
+        return obj
+
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Obj:
+        rt, version = self._type(api_version, kind)
+        rec = self._record(rt, self._ns(rt, namespace), name)
+        if rec is None:
+            raise self._not_found(rt, name)
+        return self._decode(rt, version, rec.raw)
+
+    def get_raw(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> bytes:
+        """The object's JSON bytes as ``get`` would return it (no copy when the version is the
+        storage version): for the HTTP server."""
+        rt, version = self._type(api_version, kind)
+        rec = self._record(rt, self._ns(rt, namespace), name)
+        if rec is None:
+            raise self._not_found(rt, name)
+        if version == rt.storage_version:
+            return rec.raw
+        return orjson.dumps(self._decode(rt, version, rec.raw))
+
+    def _select(self, rt: ResourceType, options: ListOptions) -> tuple[list[Record], str, int | None, int]:
+        labels = parse_label_selector(options.label_selector)
+        fields = parse_field_selector(options.field_selector)
+        after: tuple[str, str] | None = None
+        if options.continue_token:
+            after = _decode_continue(options.continue_token)
+        with self._lock:
+            rv = self._rv
+            by_ns = self._objects[rt.key]
+            pinned_ns = (options.namespace or None) if rt.namespaced else None
+            pinned_ns = pinned_ns or fields.exact("metadata.namespace") if rt.namespaced else None
+            namespaces = [pinned_ns] if pinned_ns is not None else sorted(by_ns)
+            candidates: list[tuple[str, str, Record]] = []
+            pinned_name = fields.exact("metadata.name")
+            for ns in namespaces:
+                by_name = by_ns.get(ns)
+                if not by_name:
+                    continue
+                if after is not None and ns < after[0]:
+                    continue
+                if pinned_name is not None:
+                    rec = by_name.get(pinned_name)
+                    items = [(pinned_name, rec)] if rec is not None else []
+                else:
+                    items = sorted(by_name.items())
+                for name, rec in items:
+                    if after is not None and (ns, name) <= after:
+                        continue
+                    candidates.append((ns, name, rec))
+        unfiltered = labels.empty and fields.empty
+
+        def wanted(rec: Record) -> bool:
+            return unfiltered or (labels.matches_object(rec.obj) and fields.matches(rec.obj))
+
+        selected: list[Record] = []
+        remaining: int | None = None
+        token = ""
+        last = ("", "")
+        for i, (ns, name, rec) in enumerate(candidates):
+            if not wanted(rec):
+                continue
+            if options.limit and len(selected) == options.limit:
+                token = _encode_continue(rv, *last)
+                remaining = sum(1 for _, _, r in candidates[i:] if wanted(r))
+                break
+            selected.append(rec)
+            last = (ns, name)
+        return selected, token, remaining, rv
+
+    def list(self, api_version: str, kind: str, options: ListOptions | None = None) -> ObjectList:
+        rt, version = self._type(api_version, kind)
+        records, token, remaining, rv = self._select(rt, options or ListOptions())
+        return ObjectList(
+            items=[self._decode(rt, version, r.raw) for r in records],
+            resource_version=str(rv),
+            continue_token=token,
+            remaining_item_count=remaining,
+            api_version=rt.api_version(version),
+            kind=rt.list_kind,
+        )
+
+    def list_raw(self, api_version: str, kind: str, options: ListOptions | None = None) -> bytes:
+        """The JSON bytes of ``list(...).to_dict()``, assembled from the stored bytes of each
+        item without decoding them (when the version is the storage version)."""
+        rt, version = self._type(api_version, kind)
+        records, token, remaining, rv = self._select(rt, options or ListOptions())
+        if version == rt.storage_version:
+            items = b",".join(r.raw for r in records)
+        else:
+            items = b",".join(orjson.dumps(self._decode(rt, version, r.raw)) for r in records)
+        shell = ObjectList([], str(rv), token, remaining, rt.api_version(version), rt.list_kind).to_dict()
+        head = orjson.dumps(shell)
+        assert head.endswith(b'"items":[]}')
+        return head[: -len(b"]}")] + items + b"]}"
+
+    # --- watch ---------------------------------------------------------------------------
+
+    def watch(
+        self,
+        api_version: str,
+        kind: str,
+        options: ListOptions | None = None,
+        allow_bookmarks: bool = False,
+    ) -> Watch:
+        return self.watch_store(api_version, kind, options, allow_bookmarks)
+
+    def watch_store(
+        self,
+        api_version: str,
+        kind: str,
+        options: ListOptions | None = None,
+        allow_bookmarks: bool = False,
+    ) -> StoreWatch:
+        """``watch`` returning the concrete type (with ``raw_items`` for the HTTP server)."""
+        options = options or ListOptions()
+        rt, version = self._type(api_version, kind)
+        flt = WatchFilter(
+            options.namespace if rt.namespaced else None,
+            parse_label_selector(options.label_selector),
+            parse_field_selector(options.field_selector),
+        )
+        start = _parse_rv(options.resource_version)
+        api_v = rt.api_version(version)
+
+        def bookmark(rv: int) -> Obj:
+            return {"apiVersion": api_v, "kind": rt.kind, "metadata": {"resourceVersion": str(rv)}}
+
+        w = StoreWatch(
+            flt,
+            lambda raw: self._decode(rt, version, raw),
+            bookmark if allow_bookmarks else None,
+            self._bookmark_interval,
+            self._unregister,
+            raw_ok=version == rt.storage_version,
+            max_queue=self._max_watch_queue,
+        )
+        with self._lock:
+            if start == 0:
+                # Synthetic ADDED events for what exists now, then changes from here on.
+                for ns in sorted(self._objects[rt.key]):
+                    for _name, rec in sorted(self._objects[rt.key][ns].items()):
+                        if flt.matches(ns, rec):
+                            w.push(ADDED, rec, self._rv)
+                w.start_at(self._rv)
+            else:
+                for change in self._changes_after(start):
+                    if change.resource == rt.key:
+                        w.offer(change)
+                w.start_at(max(start, self._rv))
+            self._watchers[rt.key].add(w)
+        return w
+
+    def _changes_after(self, rv: int) -> Iterator[Change]:
+        if rv >= self._memory_floor:
+            for change in self._history:
+                if change.rv > rv:
+                    yield change
+            return
+        if rv < self._durable_floor or self._log is None:
+            raise Gone(f"too old resource version: {rv} ({self._durable_floor + 1})")
+        yield from self._log.changes_after(rv)
+        # the SQLite log holds everything up to the last flush, which the memory history also
+        # ends with; nothing more to add.
+
+    def _unregister(self, w: StoreWatch) -> None:
+        with self._lock:
+            for ws in self._watchers.values():
+                ws.discard(w)
+
+
+def _parse_rv(value: str) -> int:
+    if not value:
+        return 0
+    try:
+        rv = int(value)
+    except ValueError:
+        raise BadRequest(f'invalid resourceVersion "{value}": must be an integer') from None
+    if rv < 0:
+        raise BadRequest(f'invalid resourceVersion "{value}": must not be negative')
+    return rv
+
+
+def _encode_continue(rv: int, namespace: str, name: str) -> str:
+    return base64.urlsafe_b64encode(orjson.dumps({"v": 1, "rv": rv, "start": [namespace, name]})).decode()
+
+
+def _decode_continue(token: str) -> tuple[str, str]:
+    try:
+        data = orjson.loads(base64.urlsafe_b64decode(token.encode()))
+        ns, name = data["start"]
+        return str(ns), str(name)
+    except (binascii.Error, ValueError, KeyError, TypeError, orjson.JSONDecodeError):
+        raise BadRequest(f'continue key is not valid: "{token}"') from None

@@ -1,0 +1,153 @@
+"""Per-object rules of the API server that the store applies on writes.
+
+Small pure functions: server-set metadata, the generation rule, what a delete does to an
+object (graceful pod termination, finalizers, propagation), and the namespace lifecycle.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from kubehpc.api.errors import Conflict
+from kubehpc.api.registry import ResourceType
+from kubehpc.store.client import DeleteOptions, Propagation
+
+Obj = dict[str, Any]
+
+# The alphabet of generateName suffixes: no vowels (no accidental words) and no look-alikes.
+NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+NAME_SUFFIX_LEN = 5
+
+ORPHAN_FINALIZER = "orphan"
+FOREGROUND_FINALIZER = "foregroundDeletion"
+NAMESPACE_FINALIZER = "kubernetes"
+INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+DEFAULT_POD_GRACE_SECONDS = 30
+TERMINAL_POD_PHASES = ("Succeeded", "Failed")
+
+
+def rfc3339(epoch: float) -> str:
+    """Kubernetes timestamps: RFC 3339, whole seconds, UTC with a Z."""
+    return datetime.fromtimestamp(int(epoch), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+_last_stamp: tuple[int, str] = (-1, "")
+
+
+def now_rfc3339() -> str:
+    """The current time as a Kubernetes timestamp (formatted once per second: strftime is a
+    measurable part of a create)."""
+    global _last_stamp
+    second = int(time.time())
+    cached = _last_stamp
+    if cached[0] != second:
+        cached = _last_stamp = (second, rfc3339(second))
+    return cached[1]
+
+
+def generated_name(prefix: str, rng: random.Random) -> str:
+    return prefix + "".join(rng.choice(NAME_ALPHABET) for _ in range(NAME_SUFFIX_LEN))
+
+
+def new_uid() -> str:
+    return str(uuid.uuid4())
+
+
+def resource_ref(rt: ResourceType) -> str:
+    """How the API server names a resource in messages: ``pods``, ``jobs.batch``."""
+    return rt.key
+
+
+def spec_part(obj: Obj) -> Obj:
+    """Everything outside metadata and status: a change here bumps ``metadata.generation``."""
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
+
+
+def check_delete_preconditions(rt: ResourceType, obj: Obj, options: DeleteOptions) -> None:
+    meta = obj.get("metadata") or {}
+    uid = str(meta.get("uid", ""))
+    rv = str(meta.get("resourceVersion", ""))
+    name = str(meta.get("name", ""))
+    if options.preconditions_uid and options.preconditions_uid != uid:
+        raise Conflict(
+            f'Operation cannot be fulfilled on {resource_ref(rt)} "{name}": Precondition failed: '
+            f"UID in precondition: {options.preconditions_uid}, UID in object meta: {uid}",
+            name=name,
+            kind=rt.plural,
+            group=rt.group,
+        )
+    if options.preconditions_resource_version and options.preconditions_resource_version != rv:
+        raise Conflict(
+            f'Operation cannot be fulfilled on {resource_ref(rt)} "{name}": Precondition failed: '
+            f"ResourceVersion in precondition: {options.preconditions_resource_version}, "
+            f"ResourceVersion in object meta: {rv}",
+            name=name,
+            kind=rt.plural,
+            group=rt.group,
+        )
+
+
+def is_pod(rt: ResourceType) -> bool:
+    return rt.group == "" and rt.kind == "Pod"
+
+
+def clears_status_on_create(rt: ResourceType) -> bool:
+    """Kinds with a status subresource ignore a status sent on create, except Nodes: the
+    kubelet registers its node with capacity and allocatable already filled in."""
+    return rt.status_subresource and not (rt.group == "" and rt.kind == "Node")
+
+
+def is_namespace(rt: ResourceType) -> bool:
+    return rt.group == "" and rt.kind == "Namespace"
+
+
+def pod_grace_seconds(obj: Obj, options: DeleteOptions) -> int:
+    """Grace period of a pod deletion: 0 for pods no node runs (nothing to stop), else the
+    options' period or the pod's terminationGracePeriodSeconds."""
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    if not spec.get("nodeName") or status.get("phase") in TERMINAL_POD_PHASES:
+        return 0
+    if options.grace_period_seconds is not None:
+        return max(0, int(options.grace_period_seconds))
+    grace = spec.get("terminationGracePeriodSeconds")
+    return DEFAULT_POD_GRACE_SECONDS if grace is None else max(0, int(grace))
+
+
+def propagation_finalizer(policy: Propagation | None) -> str:
+    if policy == Propagation.ORPHAN:
+        return ORPHAN_FINALIZER
+    if policy == Propagation.FOREGROUND:
+        return FOREGROUND_FINALIZER
+    return ""
+
+
+def should_delete_on_update(obj: Obj) -> bool:
+    """An object marked for deletion goes once its finalizers are gone and its grace period is
+    over (as ``ShouldDeleteDuringUpdate``); namespaces also wait for ``spec.finalizers``."""
+    meta = obj.get("metadata") or {}
+    if not meta.get("deletionTimestamp") or meta.get("finalizers"):
+        return False
+    if obj.get("kind") == "Namespace" and (obj.get("spec") or {}).get("finalizers"):
+        return False
+    return int(meta.get("deletionGracePeriodSeconds") or 0) == 0
+
+
+def prepare_namespace_create(obj: Obj) -> None:
+    """A new namespace is Active and carries the ``kubernetes`` finalizer the namespace
+    controller removes once it has emptied the namespace."""
+    spec = obj.setdefault("spec", {})
+    if "finalizers" not in spec:
+        spec["finalizers"] = [NAMESPACE_FINALIZER]
+    obj["status"] = {"phase": "Active"}
+
+
+def namespace_terminating(obj: Obj) -> bool:
+    return (
+        bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+        or (obj.get("status") or {}).get("phase") == "Terminating"
+    )

@@ -1,0 +1,253 @@
+"""Watches on the embedded store.
+
+The store hands every committed change to each watch of that resource (``offer``), under its
+write lock and in resourceVersion order. A watch filters the change against its namespace and
+selectors and queues it; decoding into a fresh dict happens on the consumer's side, so the
+writer only pays an append per watcher.
+
+Consumers iterate synchronously (blocking, from threads) or with ``async for``: the async side
+is woken with ``loop.call_soon_threadsafe``, so an HTTP server holds no thread per watcher.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import orjson
+
+from kubehpc.store.client import WatchEvent
+from kubehpc.store.records import ADDED, DELETED, MODIFIED, Change, Obj, Record
+from kubehpc.store.selectors import FieldSelector, LabelSelector
+
+BOOKMARK = "BOOKMARK"
+
+# (type, record or None for a bookmark, resourceVersion)
+_Item = tuple[str, Record | None, int]
+
+
+class WatchFilter:
+    """Which changes of one resource a watch wants, and as which event type."""
+
+    def __init__(self, namespace: str | None, labels: LabelSelector, fields: FieldSelector) -> None:
+        self.namespace = namespace or None
+        self.labels = labels
+        self.fields = fields
+        self._selective = not labels.empty or not fields.empty
+
+    def matches(self, namespace: str, record: Record) -> bool:
+        if self.namespace is not None and namespace != self.namespace:
+            return False
+        if not self._selective:
+            return True
+        obj = record.obj
+        return self.labels.matches_object(obj) and self.fields.matches(obj)
+
+    def event_type(self, change: Change) -> str | None:
+        """The event this watch sees for ``change``, None when it sees none."""
+        if self.namespace is not None and change.namespace != self.namespace:
+            return None
+        if not self._selective:
+            return change.type
+        now = self.matches(change.namespace, change.record)
+        if change.type != MODIFIED:
+            return change.type if now else None
+        before = change.prev is not None and self.matches(change.namespace, change.prev)
+        if before and now:
+            return MODIFIED
+        if before:
+            return DELETED  # left the selection
+        if now:
+            return ADDED  # entered the selection
+        return None
+
+
+class StoreWatch:
+    """A watch on one resource of the embedded store (implements ``client.Watch``)."""
+
+    def __init__(
+        self,
+        flt: WatchFilter,
+        decode: Callable[[bytes], Obj],
+        bookmark: Callable[[int], Obj] | None,
+        bookmark_interval: float,
+        on_stop: Callable[[StoreWatch], None],
+        raw_ok: bool = False,
+        max_queue: int = 100_000,
+    ) -> None:
+        self._raw_ok = raw_ok
+        self._max_queue = max_queue
+        self.filter = flt
+        self._decode = decode
+        self._bookmark = bookmark
+        self._interval = bookmark_interval
+        self._on_stop = on_stop
+        self._items: deque[_Item] = deque()
+        self._cond = threading.Condition(threading.Lock())
+        self._progress = 0
+        self._stopped = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._async_ready: asyncio.Event | None = None
+        self._wake_pending = False
+
+    # --- producer side (store, under its lock) -------------------------------------------
+
+    def start_at(self, rv: int) -> None:
+        self._progress = rv
+
+    def push(self, type_: str, record: Record, rv: int) -> None:
+        with self._cond:
+            if self._stopped:
+                return
+            if len(self._items) >= self._max_queue:
+                # A consumer this far behind (or gone without stop()) is cut off, as the API
+                # server closes slow watches: the stream ends and the client re-watches from
+                # the last resourceVersion it saw. The store drops us after this flush.
+                self._stopped = True
+                self._items.clear()
+                self._cond.notify_all()
+            else:
+                self._items.append((type_, record, rv))
+                self._progress = rv
+                self._cond.notify()
+        self._wake_async()
+
+    def offer(self, change: Change) -> None:
+        type_ = self.filter.event_type(change)
+        if type_ is None:
+            with self._cond:
+                self._progress = change.rv
+            return
+        self.push(type_, change.record, change.rv)
+
+    def _wake_async(self) -> None:
+        loop = self._loop
+        if loop is None or self._wake_pending:
+            return
+        self._wake_pending = True
+        try:
+            loop.call_soon_threadsafe(self._set_ready)
+        except RuntimeError:  # the loop is closed: nobody is listening any more
+            self._stopped = True
+
+    def _set_ready(self) -> None:
+        self._wake_pending = False
+        if self._async_ready is not None:
+            self._async_ready.set()
+
+    # --- consumer side -------------------------------------------------------------------
+
+    def stop(self) -> None:
+        with self._cond:
+            if self._stopped:
+                return
+            self._stopped = True
+            self._cond.notify_all()
+        self._wake_async()
+        self._on_stop(self)
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
+
+    def _take(self) -> _Item | None:
+        """Next item without waiting; a bookmark item when idle and bookmarks are on."""
+        if self._items:
+            return self._items.popleft()
+        return None
+
+    def _to_event(self, item: _Item) -> WatchEvent:
+        type_, record, rv = item
+        if record is None:
+            assert self._bookmark is not None
+            return WatchEvent(BOOKMARK, self._bookmark(rv))
+        return WatchEvent(type_, self._decode(record.raw))
+
+    def _bookmark_item(self) -> _Item | None:
+        if self._bookmark is None:
+            return None
+        return (BOOKMARK, None, self._progress)
+
+    def _iter_items(self) -> Iterator[_Item]:
+        while True:
+            with self._cond:
+                item = None if self._stopped else self._take()
+                if item is None and not self._stopped:
+                    self._cond.wait(self._interval if self._bookmark is not None else None)
+                    item = None if self._stopped else self._take()
+                    if item is None and not self._stopped:
+                        item = self._bookmark_item()
+                if self._stopped:
+                    return
+            if item is not None:
+                yield item
+
+    def __iter__(self) -> Iterator[WatchEvent]:
+        for item in self._iter_items():
+            yield self._to_event(item)
+
+    def raw_items(self) -> Iterator[tuple[str, bytes]]:
+        """(type, JSON bytes of the object): the stored bytes as they are when the watch is
+        in the storage version (no decoding at all), for the HTTP server's watch stream."""
+        for item in self._iter_items():
+            type_, record, _ = item
+            if record is not None and self._raw_ok:
+                yield type_, record.raw
+            else:
+                yield type_, orjson.dumps(self._to_event(item).object)
+
+    def __aiter__(self) -> AsyncIterator[WatchEvent]:
+        return self._aevents()
+
+    async def _aevents(self) -> AsyncIterator[WatchEvent]:
+        async for item in self._aiter_items():
+            yield self._to_event(item)
+
+    async def araw_items(self) -> AsyncIterator[tuple[str, bytes]]:
+        """``raw_items`` for asyncio code."""
+        async for item in self._aiter_items():
+            type_, record, _ = item
+            if record is not None and self._raw_ok:
+                yield type_, record.raw
+            else:
+                yield type_, orjson.dumps(self._to_event(item).object)
+
+    async def _aiter_items(self) -> AsyncIterator[_Item]:
+        loop = asyncio.get_running_loop()
+        ready = asyncio.Event()
+        with self._cond:
+            self._async_ready = ready
+            self._loop = loop
+        try:
+            while True:
+                ready.clear()
+                with self._cond:
+                    if self._stopped:
+                        return
+                    item = self._take()
+                if item is None:
+                    try:
+                        timeout = self._interval if self._bookmark is not None else None
+                        await asyncio.wait_for(ready.wait(), timeout)
+                        continue
+                    except TimeoutError:
+                        with self._cond:
+                            if self._stopped:
+                                return
+                            item = self._take() or self._bookmark_item()
+                        if item is None:
+                            continue
+                yield item
+        finally:
+            with self._cond:
+                self._loop = None
+                self._async_ready = None
+
+    def __enter__(self) -> StoreWatch:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()

@@ -1,0 +1,41 @@
+"""The event recorder: v1 Events about objects, repeats aggregated."""
+
+from __future__ import annotations
+
+from storekit import configmap
+
+from kubehpc.store.client import ListOptions
+from kubehpc.store.events import EventRecorder
+from kubehpc.store.store import Store
+
+
+def test_an_event_names_its_object_and_source(store: Store) -> None:
+    cm = store.create(configmap("c"))
+    ev = EventRecorder(store, "job-controller", host="node-1").record(cm, "Normal", "Created", "made it")
+    assert ev is not None
+    assert ev["metadata"]["name"].startswith("c.")
+    assert ev["involvedObject"] == {
+        "kind": "ConfigMap",
+        "apiVersion": "v1",
+        "name": "c",
+        "namespace": "default",
+        "uid": cm["metadata"]["uid"],
+        "resourceVersion": cm["metadata"]["resourceVersion"],
+    }
+    assert ev["source"] == {"component": "job-controller", "host": "node-1"}
+    assert ev["count"] == 1 and ev["firstTimestamp"] == ev["lastTimestamp"]
+
+
+def test_a_repeated_event_increments_count_instead_of_creating_another(store: Store) -> None:
+    cm = store.create(configmap("c"))
+    recorder = EventRecorder(store, "test")
+    for _ in range(3):
+        recorder.record(cm, "Warning", "BackOff", "restarting")
+    recorder.record(cm, "Warning", "BackOff", "something else")
+    events = store.list("v1", "Event", ListOptions(field_selector="involvedObject.name=c")).items
+    assert sorted((e["message"], e["count"]) for e in events) == [("restarting", 3), ("something else", 1)]
+
+
+def test_recording_into_a_missing_namespace_fails_quietly(store: Store) -> None:
+    cm = configmap("c", "nowhere")
+    assert EventRecorder(store, "test").record(cm, "Normal", "X", "y") is None
