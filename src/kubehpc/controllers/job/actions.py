@@ -1,0 +1,53 @@
+"""What one pass of the Job controller wants done, in the order it must be done."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubehpc.controllers.job.backoff import BackoffRecord
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class PodDeletion:
+    name: str
+    uid: str
+    # True when the controller takes the pod away (suspend, scale down): its tracking
+    # finalizer is stripped first, so the pod is not counted as a failure.
+    remove_finalizer: bool
+
+
+@dataclass(frozen=True)
+class JobEvent:
+    type: str
+    reason: str
+    message: str
+
+
+@dataclass
+class JobPlan:
+    create: list[Obj] = field(default_factory=list)
+    delete: list[PodDeletion] = field(default_factory=list)
+    status: Obj | None = None
+    """The Job's new status; None when it is unchanged."""
+    remove_finalizers: list[str] = field(default_factory=list)
+    """Pods whose tracking finalizer goes, strictly after ``status`` is stored."""
+    events: list[JobEvent] = field(default_factory=list)
+    """Recorded once ``status`` is stored."""
+    requeue_after: float | None = None
+    backoff_record: BackoffRecord | None = None
+    """The Job's failure record after this pass, to remember once the pass is applied."""
+    delete_job: bool = False
+    """ttlSecondsAfterFinished has expired: delete the Job (foreground propagation)."""
+
+    @property
+    def idle(self) -> bool:
+        return not (self.create or self.delete or self.status is not None or self.remove_finalizers) and not (
+            self.delete_job
+        )
+
+    def requeue(self, seconds: float) -> None:
+        if seconds > 0 and (self.requeue_after is None or seconds < self.requeue_after):
+            self.requeue_after = seconds

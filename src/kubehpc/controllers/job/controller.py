@@ -1,0 +1,331 @@
+"""The batch/v1 Job controller: watches Jobs and Pods through a Client and applies plans.
+
+All decisions live in :func:`kubehpc.controllers.job.plan.plan_job`; this module only reads
+the current state, applies the plan's actions in their safe order, and re-reads until a pass
+has nothing left to do. Everything is read fresh from the Client on each pass (no informer
+cache), so there are no "expectations" to track: what a pass sees is what is stored.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from kubehpc.api.errors import AlreadyExists, ApiError, Conflict, NotFound
+from kubehpc.controllers.job import constants as c
+from kubehpc.controllers.job import pods as P
+from kubehpc.controllers.job.actions import JobEvent, JobPlan
+from kubehpc.controllers.job.backoff import BackoffPolicy, BackoffRecord
+from kubehpc.controllers.job.clock import Clock, RealClock
+from kubehpc.controllers.job.plan import plan_job
+from kubehpc.controllers.job.spec import JobSpec
+from kubehpc.controllers.job.workqueue import Key, WorkQueue
+from kubehpc.store.client import Client, DeleteOptions, ListOptions, PatchType, Propagation, Watch
+from kubehpc.store.events import EventRecorder
+
+Obj = dict[str, Any]
+log = logging.getLogger(__name__)
+
+COMPONENT = "job-controller"
+API_BACKOFF_BASE_S = 1.0
+API_BACKOFF_MAX_S = 60.0
+
+
+class EventSink(Protocol):
+    """Records a v1 Event about ``obj`` (store/events.py's EventRecorder fits)."""
+
+    def __call__(self, obj: Obj, event_type: str, reason: str, message: str, /) -> object: ...
+
+
+class JobController:
+    def __init__(
+        self,
+        client: Client,
+        *,
+        clock: Clock | None = None,
+        events: EventSink | None = None,
+        backoff: BackoffPolicy | None = None,
+        max_pods_per_sync: int = 500,
+        max_passes: int = 8,
+        resync_seconds: float = 30.0,
+        namespace: str | None = None,
+    ) -> None:
+        self.client = client
+        self.clock = clock or RealClock()
+        self.events: EventSink = events or EventRecorder(client, COMPONENT).record
+        self.backoff = backoff or BackoffPolicy()
+        self.max_pods_per_sync = max_pods_per_sync
+        self.max_passes = max_passes
+        self.resync_seconds = resync_seconds
+        self.namespace = namespace
+        self.queue = WorkQueue()
+        self._watches: set[Watch] = set()
+        self._api_failures: dict[Key, int] = {}
+        self._backoff: dict[Key, BackoffRecord] = {}
+        self._watch_lock = threading.Lock()
+
+    # --- one Job ---------------------------------------------------------------------------
+
+    def reconcile(self, namespace: str, name: str) -> float | None:
+        """Bring one Job towards its desired state. Returns after how many seconds (of the
+        controller's clock) it wants to look again (back-off, deadline, TTL), or None."""
+        requeue: float | None = None
+        for _ in range(self.max_passes):
+            try:
+                job = self.client.get(c.JOB_API_VERSION, c.JOB_KIND, name, namespace)
+            except NotFound:
+                self._backoff.pop((namespace, name), None)
+                self._release_orphans(namespace, name)
+                return None
+            pods = self._owned_pods(job)
+            key = (namespace, name)
+            plan = plan_job(
+                job, pods, self.clock.now(), self.backoff, self.max_pods_per_sync, self._backoff.get(key)
+            )
+            requeue = plan.requeue_after
+            if plan.idle:
+                self._remember_backoff(key, plan)
+                self._api_failures.pop(key, None)
+                return requeue
+            try:
+                failures = self._apply(job, plan)
+            except Conflict:
+                continue  # someone else wrote the Job meanwhile: plan again from what is stored
+            except NotFound:
+                continue
+            if failures:
+                # Pod creates or deletes were refused (quota, invalid template, ...): retry with
+                # a growing delay instead of spinning, as the real controller's rate limiter.
+                n = self._api_failures.get(key, 0) + 1
+                self._api_failures[key] = n
+                return float(min(API_BACKOFF_BASE_S * 2.0 ** (n - 1), API_BACKOFF_MAX_S))
+        # Still busy after max_passes (a big Job): come back at once.
+        return 0.0
+
+    def _remember_backoff(self, key: Key, plan: JobPlan) -> None:
+        if plan.backoff_record is None:
+            self._backoff.pop(key, None)  # finished: nothing more to back off from
+        else:
+            self._backoff[key] = plan.backoff_record
+
+    def _owned_pods(self, job: Obj) -> list[Obj]:
+        spec = JobSpec.of(job)
+        selector = ",".join(f"{k}={v}" for k, v in sorted(spec.selector_labels.items()))
+        listed = self.client.list(
+            c.POD_API_VERSION, c.POD_KIND, ListOptions(namespace=spec.namespace, label_selector=selector)
+        )
+        return [p for p in listed.items if P.is_owned_by(p, spec.uid)]
+
+    def _apply(self, job: Obj, plan: JobPlan) -> int:
+        """Apply the plan in its safe order; returns how many pod writes were refused."""
+        namespace = JobSpec.of(job).namespace
+        refused = 0
+        for deletion in plan.delete:
+            if deletion.remove_finalizer:
+                self._strip_finalizer(namespace, deletion.name)
+            try:
+                self.client.delete(c.POD_API_VERSION, c.POD_KIND, deletion.name, namespace)
+            except NotFound:
+                continue
+            except ApiError as err:
+                refused += 1
+                self._event(job, JobEvent(c.WARNING, c.EVENT_FAILED_DELETE, f"Error deleting: {err}"))
+                continue
+            self._event(job, JobEvent(c.NORMAL, c.EVENT_SUCCESSFUL_DELETE, f"Deleted pod: {deletion.name}"))
+        not_created = 0
+        for position, pod in enumerate(plan.create):
+            try:
+                created = self.client.create(pod)
+            except AlreadyExists:
+                continue
+            except ApiError as err:
+                # As the real controller's slow start: after a failure, stop creating this pass.
+                refused += 1
+                not_created = len(plan.create) - position
+                self._event(job, JobEvent(c.WARNING, c.EVENT_FAILED_CREATE, f"Error creating: {err}"))
+                break
+            self._event(job, JobEvent(c.NORMAL, c.EVENT_SUCCESSFUL_CREATE, f"Created pod: {P.name(created)}"))
+        stored = job
+        if plan.status is not None:
+            status = plan.status
+            if not_created:
+                status = {**status, "active": max(0, int(status.get("active") or 0) - not_created)}
+            stored = self.client.update_status({**job, "status": status})
+        # The failures this pass saw are now recorded in the status: remember them, as the
+        # real controller does right after its first status flush.
+        self._remember_backoff(JobSpec.of(job).key, plan)
+        for pod_name in plan.remove_finalizers:
+            self._strip_finalizer(namespace, pod_name)
+        for event in plan.events:
+            self._event(stored, event)
+        if plan.delete_job:
+            # As Kubernetes' TTL-after-finished controller: foreground cascading deletion, and
+            # only of the Job whose TTL was checked (UID precondition).
+            uid = str((job.get("metadata") or {}).get("uid", ""))
+            self.client.delete(
+                c.JOB_API_VERSION,
+                c.JOB_KIND,
+                JobSpec.of(job).name,
+                namespace,
+                DeleteOptions(propagation_policy=Propagation.FOREGROUND, preconditions_uid=uid),
+            )
+        return refused
+
+    def _strip_finalizer(self, namespace: str, pod_name: str) -> None:
+        """Remove the tracking finalizer, guarded by the pod's resourceVersion."""
+        for _ in range(5):
+            try:
+                pod = self.client.get(c.POD_API_VERSION, c.POD_KIND, pod_name, namespace)
+            except NotFound:
+                return
+            finalizers = list(P.meta(pod).get("finalizers") or [])
+            if c.TRACKING_FINALIZER not in finalizers:
+                return
+            finalizers.remove(c.TRACKING_FINALIZER)
+            patch = {
+                "metadata": {"finalizers": finalizers, "resourceVersion": P.meta(pod).get("resourceVersion")}
+            }
+            try:
+                self.client.patch(c.POD_API_VERSION, c.POD_KIND, pod_name, patch, PatchType.MERGE, namespace)
+                return
+            except NotFound:
+                return
+            except Conflict:
+                continue
+        raise Conflict(f"could not remove the job-tracking finalizer of pod {namespace}/{pod_name}")
+
+    def _release_orphans(self, namespace: str, job_name: str) -> None:
+        """Pods of a Job that is gone keep no tracking finalizer (else they never go away)."""
+        listed = self.client.list(
+            c.POD_API_VERSION,
+            c.POD_KIND,
+            ListOptions(namespace=namespace, label_selector=f"{c.JOB_NAME_LABEL}={job_name}"),
+        )
+        for pod in listed.items:
+            ref = P.controller_ref(pod)
+            if not P.has_tracking_finalizer(pod) or not ref or ref.get("kind") != c.JOB_KIND:
+                continue
+            if ref.get("name") == job_name:
+                self._strip_finalizer(namespace, P.name(pod))
+
+    def _event(self, job: Obj, event: JobEvent) -> None:
+        try:
+            self.events(job, event.type, event.reason, event.message)
+        except Exception:  # events are best effort, as in Kubernetes
+            log.debug("recording event %s failed", event.reason, exc_info=True)
+
+    # --- the loop --------------------------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> None:
+        """Watch Jobs and Pods and reconcile until ``stop`` is set."""
+        watchers = [
+            threading.Thread(
+                target=self._watch_loop, args=(stop, c.JOB_API_VERSION, c.JOB_KIND, self._on_job), daemon=True
+            ),
+            threading.Thread(
+                target=self._watch_loop, args=(stop, c.POD_API_VERSION, c.POD_KIND, self._on_pod), daemon=True
+            ),
+        ]
+        self.queue = WorkQueue()
+        for t in watchers:
+            t.start()
+        next_resync = 0.0
+        while not stop.is_set():
+            if time.monotonic() >= next_resync:
+                self._enqueue_all()
+                next_resync = time.monotonic() + self.resync_seconds
+            key = self.queue.get(timeout_s=0.5)
+            if key is None:
+                continue
+            try:
+                requeue = self.reconcile(*key)
+            except Exception:
+                log.exception("reconciling Job %s/%s failed; retrying", *key)
+                self.queue.add(key, 1.0)
+                continue
+            if requeue is not None:
+                self.queue.add(key, self.clock.wall_seconds(requeue))
+        self.queue.close()
+        with self._watch_lock:
+            for watch in self._watches:
+                watch.stop()
+        for t in watchers:
+            t.join(timeout=2.0)
+
+    def _enqueue_all(self) -> None:
+        try:
+            jobs = self.client.list(c.JOB_API_VERSION, c.JOB_KIND, ListOptions(namespace=self.namespace))
+        except ApiError:
+            log.exception("listing Jobs failed")
+            return
+        for job in jobs.items:
+            spec = JobSpec.of(job)
+            self.queue.add(spec.key)
+
+    def _on_job(self, event_type: str, job: Obj) -> None:
+        spec = JobSpec.of(job)
+        self.queue.add(spec.key)
+
+    def _on_pod(self, event_type: str, pod: Obj) -> None:
+        namespace = str(P.meta(pod).get("namespace") or "default")
+        ref = P.controller_ref(pod)
+        is_job_pod = bool(
+            ref and ref.get("kind") == c.JOB_KIND and ref.get("apiVersion", "").startswith("batch/")
+        )
+        if ref and is_job_pod:
+            self.queue.add((namespace, str(ref.get("name"))))
+        if not P.has_tracking_finalizer(pod):
+            return
+        try:
+            if not is_job_pod:
+                # Released by its Job (or by the garbage collector): nothing will count it now.
+                self._strip_finalizer(namespace, P.name(pod))
+            elif P.deleting(pod) and ref and not self._owner_exists(namespace, ref):
+                # Being deleted after its Job went (perhaps replaced by a new Job of that name).
+                self._strip_finalizer(namespace, P.name(pod))
+        except ApiError:
+            log.debug("releasing orphan pod %s failed", P.name(pod), exc_info=True)
+
+    def _owner_exists(self, namespace: str, ref: Obj) -> bool:
+        try:
+            job = self.client.get(c.JOB_API_VERSION, c.JOB_KIND, str(ref.get("name")), namespace)
+        except NotFound:
+            return False
+        return bool((job.get("metadata") or {}).get("uid") == ref.get("uid"))
+
+    def _watch_loop(
+        self, stop: threading.Event, api_version: str, kind: str, handler: Callable[[str, Obj], None]
+    ) -> None:
+        while not stop.is_set():
+            try:
+                watch = self.client.watch(api_version, kind, ListOptions(namespace=self.namespace))
+            except ApiError:
+                log.exception("watching %s failed; retrying", kind)
+                stop.wait(1.0)
+                continue
+            with self._watch_lock:
+                self._watches.add(watch)
+            if stop.is_set():
+                watch.stop()
+            try:
+                for event in watch:
+                    if stop.is_set():
+                        break
+                    if event.type in ("ADDED", "MODIFIED", "DELETED"):
+                        handler(event.type, event.object)
+            except ApiError:
+                log.debug("%s watch ended; restarting", kind, exc_info=True)
+            except Exception:
+                # A bug in a handler must not silently end the watch: log, pause, watch again.
+                log.exception("handling a %s event failed; restarting the watch", kind)
+                stop.wait(1.0)
+            finally:
+                watch.stop()
+                with self._watch_lock:
+                    self._watches.discard(watch)
+
+
+__all__ = ["COMPONENT", "EventSink", "JobController", "Key"]

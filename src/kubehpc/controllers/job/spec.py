@@ -1,0 +1,115 @@
+"""A typed, defaulted view of a Job's spec and of the times in its status.
+
+Objects stay plain dicts (as the Client returns them); this view reads them once, applying the
+API server's defaults for anything missing, so the rest of the controller never digs in dicts
+or guesses a default twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from kubehpc.controllers.job import constants as c
+
+Obj = dict[str, Any]
+
+
+def parse_time(value: Any) -> datetime | None:
+    """An RFC 3339 timestamp as Kubernetes writes it (``2026-01-01T00:00:00Z``)."""
+    if not value or not isinstance(value, str):
+        return None
+    text = value.strip()
+    if text.endswith("Z"):
+        text = text[:-1] + "+00:00"
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def format_time(when: datetime) -> str:
+    """Kubernetes' metav1.Time: whole seconds, UTC, ``Z`` suffix."""
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _int_or_none(value: Any) -> int | None:
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    name: str
+    namespace: str
+    uid: str
+    parallelism: int
+    completions: int | None
+    indexed: bool
+    backoff_limit: int
+    backoff_limit_per_index: int | None
+    max_failed_indexes: int | None
+    pod_failure_policy: tuple[Obj, ...] | None
+    success_policy: tuple[Obj, ...] | None
+    active_deadline_seconds: int | None
+    suspend: bool
+    ttl_seconds_after_finished: int | None
+    replace_only_failed: bool
+    restart_policy: str
+    template: Obj
+    selector_labels: dict[str, str]
+    deleting: bool
+    managed_elsewhere: bool
+
+    @staticmethod
+    def of(job: Obj) -> JobSpec:
+        meta = job.get("metadata") or {}
+        spec = job.get("spec") or {}
+        parallelism = _int_or_none(spec.get("parallelism"))
+        completions = _int_or_none(spec.get("completions"))
+        if parallelism is None and completions is None:
+            parallelism, completions = 1, 1
+        elif parallelism is None:
+            parallelism = 1
+        per_index = _int_or_none(spec.get("backoffLimitPerIndex"))
+        backoff_limit = _int_or_none(spec.get("backoffLimit"))
+        if backoff_limit is None:
+            backoff_limit = c.MAX_INT32 if per_index is not None else c.DEFAULT_BACKOFF_LIMIT
+        pfp = spec.get("podFailurePolicy")
+        pfp_rules = tuple(pfp.get("rules") or ()) if isinstance(pfp, dict) else None
+        sp = spec.get("successPolicy")
+        sp_rules = tuple(sp.get("rules") or ()) if isinstance(sp, dict) else None
+        replacement = spec.get("podReplacementPolicy") or (
+            c.REPLACE_FAILED if pfp_rules is not None else c.REPLACE_TERMINATING_OR_FAILED
+        )
+        template = spec.get("template") or {}
+        selector = spec.get("selector") or {}
+        indexed = spec.get("completionMode") == c.INDEXED
+        return JobSpec(
+            name=str(meta.get("name", "")),
+            namespace=str(meta.get("namespace") or "default"),
+            uid=str(meta.get("uid", "")),
+            parallelism=max(parallelism, 0),
+            completions=completions,
+            indexed=indexed and completions is not None,
+            backoff_limit=backoff_limit,
+            backoff_limit_per_index=per_index if indexed else None,
+            max_failed_indexes=_int_or_none(spec.get("maxFailedIndexes")),
+            pod_failure_policy=pfp_rules,
+            success_policy=sp_rules if indexed else None,
+            active_deadline_seconds=_int_or_none(spec.get("activeDeadlineSeconds")),
+            suspend=bool(spec.get("suspend")),
+            ttl_seconds_after_finished=_int_or_none(spec.get("ttlSecondsAfterFinished")),
+            # A pod failure policy needs the pod's final state, so it implies waiting for it.
+            replace_only_failed=replacement == c.REPLACE_FAILED or pfp_rules is not None,
+            restart_policy=str((template.get("spec") or {}).get("restartPolicy") or "Always"),
+            template=template,
+            selector_labels=dict(selector.get("matchLabels") or {}),
+            deleting=bool(meta.get("deletionTimestamp")),
+            managed_elsewhere=spec.get("managedBy") not in (None, "", c.JOB_CONTROLLER_NAME),
+        )
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.namespace, self.name)
