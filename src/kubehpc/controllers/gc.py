@@ -268,6 +268,8 @@ def run_on_changes(
     ]
     for t in threads:
         t.start()
+    # Wake the loop below as soon as stop is set instead of at the next resync.
+    threading.Thread(target=lambda: (stop.wait(), dirty.set()), name=f"{name}-stop", daemon=True).start()
     try:
         while not stop.is_set():
             dirty.wait(resync_seconds)

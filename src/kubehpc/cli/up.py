@@ -1,0 +1,136 @@
+"""``kubehpc up``: run the local control plane, in the foreground or as a daemon (-d)."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import signal
+from collections.abc import Callable
+from typing import Any
+
+from kubehpc.cli import daemon
+from kubehpc.cli.session import CliError, Session
+from kubehpc.store.home import Home
+
+CLUSTER_FILE = "cluster.yaml"
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "up",
+        parents=[common],
+        help="start the local control plane (API server and store)",
+        description="Start the local control plane: the durable store under the home directory and "
+        "the Kubernetes-compatible API server. Writes HOME/kubeconfig for kubectl and kubehpc.",
+    )
+    p.add_argument("-d", "--detach", action="store_true", help="run in the background (pidfile in the home)")
+    p.add_argument(
+        "--cluster",
+        default="",
+        metavar="FILE",
+        help="ClusterConfig describing the virtual nodes; it is checked and kept in the home now, "
+        "the nodes themselves come with the node runtime",
+    )
+    p.add_argument("--host", default=daemon.DEFAULT_HOST, help="address to listen on (default 127.0.0.1)")
+    p.add_argument(
+        "--port", type=int, default=daemon.DEFAULT_PORT, help="port to listen on (default: any free)"
+    )
+    p.set_defaults(run=run)
+
+
+def server_url(host: str, port: int) -> str:
+    # A wildcard bind is reached locally through the loopback address.
+    if host in ("", "0.0.0.0"):
+        host = "127.0.0.1"
+    elif host == "::":
+        host = "::1"
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def _keep_cluster_file(home: Home, path: str) -> None:
+    from kubehpc.api.cluster_config import ClusterConfigError, load_cluster_config
+
+    try:
+        load_cluster_config(path)
+    except ClusterConfigError as exc:
+        raise CliError(str(exc)) from None
+    home.ensure()
+    shutil.copyfile(path, home.root / CLUSTER_FILE)
+
+
+def _print_ready(session: Session, home: Home, pid: int, url: str) -> None:
+    print(f"kubehpc control plane running (pid {pid}) at {url}", file=session.stdout)
+    print(f"kubeconfig: {home.kubeconfig_path}", file=session.stdout)
+    print(f"  export KUBECONFIG={home.kubeconfig_path}", file=session.stdout, flush=True)
+
+
+def _already_running(session: Session, home: Home, pid: int) -> int:
+    print(f"kubehpc control plane already running (pid {pid}, home {home.root})", file=session.stdout)
+    print(f"kubeconfig: {home.kubeconfig_path}", file=session.stdout, flush=True)
+    return 0
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(0)
+
+
+def run_control_plane(home: Home, host: str, port: int, on_ready: Callable[[int], None]) -> None:
+    """Run the control plane of ``home`` (store and controllers) and serve its API until
+    SIGTERM/SIGINT."""
+    from kubehpc.runtime.controlplane import ControlPlane
+    from kubehpc.server.bootstrap import ensure_token
+    from kubehpc.server.serve import serve
+
+    token = ensure_token(home)
+    # uvicorn stops on SIGTERM and then raises the signal again; with the default action that
+    # would end the process before the store and controllers are closed. As an exception it
+    # unwinds through the cleanup below instead.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    control_plane = ControlPlane(home).start()
+    try:
+        serve(control_plane.store, control_plane.registry, home, host, port, token=token, on_ready=on_ready)
+    finally:
+        control_plane.stop()
+
+
+def run(session: Session, args: argparse.Namespace) -> int:
+    home = session.home
+    pid = daemon.running_pid(home)
+    if pid is not None:
+        return _already_running(session, home, pid)
+    if args.cluster:
+        _keep_cluster_file(home, args.cluster)
+    if args.detach:
+        pid = daemon.start_daemon(home, args.host, args.port)
+        client = daemon.local_client(home)
+        url = client.config.server if client is not None else "?"
+        if client is not None:
+            client.close()
+        _print_ready(session, home, pid, url)
+        return 0
+    return _run_foreground(session, home, args.host, args.port)
+
+
+def _run_foreground(session: Session, home: Home, host: str, port: int) -> int:
+    import os
+
+    from kubehpc.server.bootstrap import ensure_token, write_kubeconfig
+
+    home.ensure()
+    lock = daemon.PidLock(home.pid_path)
+    if not lock.acquire():
+        return _already_running(session, home, daemon.running_pid(home) or 0)
+    try:
+        # A kubeconfig left by an earlier run names a dead port; whoever waits for this start
+        # (up -d) must only see the new one, written once the server listens.
+        home.kubeconfig_path.unlink(missing_ok=True)
+
+        def ready(bound: int) -> None:
+            url = server_url(host, bound)
+            write_kubeconfig(home, url, ensure_token(home))
+            _print_ready(session, home, os.getpid(), url)
+
+        run_control_plane(home, host, port, ready)
+    finally:
+        lock.release()
+    return 0

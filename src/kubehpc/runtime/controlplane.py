@@ -1,0 +1,84 @@
+"""The embedded control plane of one machine: the durable store and the controllers beside it.
+
+The HTTP API (``kubehpc.server``) is started by the caller around a ``ControlPlane`` — the
+server sits above this layer — so the same ControlPlane also serves tests and tools that talk
+to the store in process.
+
+Every controller talks to the store only through the Client protocol, exactly as it would talk
+to a real API server in cluster mode; here each runs in a thread of this process.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kubehpc.api.kinds import default_registry
+from kubehpc.api.registry import Registry
+from kubehpc.controllers.gc import GarbageCollector, kinds_of
+from kubehpc.controllers.job import JobController
+from kubehpc.controllers.namespace import NamespaceController
+from kubehpc.store.home import Home
+from kubehpc.store.store import Store
+
+log = logging.getLogger(__name__)
+
+Loop = Callable[[threading.Event], None]
+
+
+@dataclass
+class ControlPlane:
+    """Opens the store under ``home`` and runs the controllers until :meth:`stop`."""
+
+    home: Home
+    registry: Registry = field(default_factory=default_registry)
+    store: Store = field(init=False)
+    _stop: threading.Event = field(init=False, default_factory=threading.Event)
+    _threads: list[threading.Thread] = field(init=False, default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.home.ensure()
+        self.store = Store(self.registry, self.home.db_path)
+
+    def controllers(self) -> dict[str, Loop]:
+        """The control loops this plane runs, by name."""
+        kinds = kinds_of(self.registry)
+        return {
+            "garbage-collector": GarbageCollector(self.store, kinds).run,
+            "namespace": NamespaceController(self.store, kinds).run,
+            "job": JobController(self.store).run,
+        }
+
+    def start(self) -> ControlPlane:
+        for name, loop in self.controllers().items():
+            thread = threading.Thread(target=self._guarded, args=(name, loop), name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def _guarded(self, name: str, loop: Loop) -> None:
+        # A controller that crashes must not take the API down with it: log and restart it,
+        # as a controller manager would restart a failed control loop.
+        while not self._stop.is_set():
+            try:
+                loop(self._stop)
+            except Exception:
+                log.exception("controller %s crashed; restarting", name)
+                self._stop.wait(1.0)
+            else:
+                return
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout)
+        self._threads.clear()
+        self.store.close()
+
+    def __enter__(self) -> ControlPlane:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
