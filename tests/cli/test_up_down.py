@@ -24,7 +24,7 @@ def test_up_detached_writes_a_pidfile_and_kubeconfig_and_prints_its_path(home: H
     assert result.code == 0, result.err
     assert home.pid_path.read_text().strip() == str(running_pid(home))
     assert f"export KUBECONFIG={home.kubeconfig_path}" in result.out
-    assert "server: http://127.0.0.1:" in home.kubeconfig_path.read_text()
+    assert "server: https://127.0.0.1:" in home.kubeconfig_path.read_text()
 
 
 def test_second_up_says_already_running_and_exits_zero(home: Home) -> None:

@@ -12,7 +12,6 @@ from kubehpc.cli import daemon
 from kubehpc.cli.session import CliError, Session
 from kubehpc.store.home import Home
 
-CLUSTER_FILE = "cluster.yaml"
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -38,13 +37,13 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(run=run)
 
 
-def server_url(host: str, port: int) -> str:
+def server_url(host: str, port: int, scheme: str = "https") -> str:
     # A wildcard bind is reached locally through the loopback address.
     if host in ("", "0.0.0.0"):
         host = "127.0.0.1"
     elif host == "::":
         host = "::1"
-    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+    return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
 
 
 def _keep_cluster_file(home: Home, path: str) -> None:
@@ -55,7 +54,7 @@ def _keep_cluster_file(home: Home, path: str) -> None:
     except ClusterConfigError as exc:
         raise CliError(str(exc)) from None
     home.ensure()
-    shutil.copyfile(path, home.root / CLUSTER_FILE)
+    shutil.copyfile(path, home.cluster_path)
 
 
 def _print_ready(session: Session, home: Home, pid: int, url: str) -> None:
@@ -80,15 +79,20 @@ def run_control_plane(home: Home, host: str, port: int, on_ready: Callable[[int]
     from kubehpc.runtime.controlplane import ControlPlane
     from kubehpc.server.bootstrap import ensure_token
     from kubehpc.server.serve import serve
+    from kubehpc.server.tls import ensure_tls
 
     token = ensure_token(home)
+    # TLS is not optional: kubectl sends the kubeconfig's bearer token only over https.
+    tls = ensure_tls(home, (host,))
     # uvicorn stops on SIGTERM and then raises the signal again; with the default action that
     # would end the process before the store and controllers are closed. As an exception it
     # unwinds through the cleanup below instead.
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     control_plane = ControlPlane(home).start()
     try:
-        serve(control_plane.store, control_plane.registry, home, host, port, token=token, on_ready=on_ready)
+        serve(
+            control_plane.store, control_plane.registry, home, host, port, token=token, tls=tls, on_ready=on_ready
+        )
     finally:
         control_plane.stop()
 
@@ -115,6 +119,7 @@ def _run_foreground(session: Session, home: Home, host: str, port: int) -> int:
     import os
 
     from kubehpc.server.bootstrap import ensure_token, write_kubeconfig
+    from kubehpc.server.tls import ensure_tls
 
     home.ensure()
     lock = daemon.PidLock(home.pid_path)
@@ -127,7 +132,7 @@ def _run_foreground(session: Session, home: Home, host: str, port: int) -> int:
 
         def ready(bound: int) -> None:
             url = server_url(host, bound)
-            write_kubeconfig(home, url, ensure_token(home))
+            write_kubeconfig(home, url, ensure_token(home), ensure_tls(home, (host,)).ca_pem)
             _print_ready(session, home, os.getpid(), url)
 
         run_control_plane(home, host, port, ready)

@@ -4,8 +4,9 @@ The HTTP API (``kubehpc.server``) is started by the caller around a ``ControlPla
 server sits above this layer — so the same ControlPlane also serves tests and tools that talk
 to the store in process.
 
-Every controller talks to the store only through the Client protocol, exactly as it would talk
-to a real API server in cluster mode; here each runs in a thread of this process.
+Every controller and the node agent talk to the store only through the Client protocol, exactly
+as they would talk to a real API server in cluster mode; here each runs in a thread of this
+process.
 """
 
 from __future__ import annotations
@@ -15,11 +16,15 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from kubehpc.api.cluster_config import ClusterConfig, load_cluster_config, resolve_nodes, this_machine_config
 from kubehpc.api.kinds import default_registry
 from kubehpc.api.registry import Registry
 from kubehpc.controllers.gc import GarbageCollector, kinds_of
 from kubehpc.controllers.job import JobController
 from kubehpc.controllers.namespace import NamespaceController
+from kubehpc.controllers.scheduler import Scheduler, SchedulerOptions
+from kubehpc.node.agent import NodeAgent
+from kubehpc.node.nvml import host_facts
 from kubehpc.store.home import Home
 from kubehpc.store.store import Store
 
@@ -28,19 +33,33 @@ log = logging.getLogger(__name__)
 Loop = Callable[[threading.Event], None]
 
 
+def cluster_config_of(home: Home) -> ClusterConfig:
+    """The cluster ``kubehpc up --cluster`` kept in the home, else one node sized from this
+    machine (with its real GPUs when NVML finds any)."""
+    if home.cluster_path.exists():
+        return load_cluster_config(home.cluster_path)
+    return this_machine_config()
+
+
 @dataclass
 class ControlPlane:
-    """Opens the store under ``home`` and runs the controllers until :meth:`stop`."""
+    """Opens the store under ``home`` and runs the controllers (and, with ``nodes``, the node
+    agent of the cluster config) until :meth:`stop`."""
 
     home: Home
     registry: Registry = field(default_factory=default_registry)
+    nodes: bool = True
+    cluster: ClusterConfig | None = None
     store: Store = field(init=False)
+    agent: NodeAgent | None = field(init=False, default=None)
+    scheduler: Scheduler = field(init=False)
     _stop: threading.Event = field(init=False, default_factory=threading.Event)
     _threads: list[threading.Thread] = field(init=False, default_factory=list)
 
     def __post_init__(self) -> None:
         self.home.ensure()
         self.store = Store(self.registry, self.home.db_path)
+        self.scheduler = Scheduler(self.store, SchedulerOptions())
 
     def controllers(self) -> dict[str, Loop]:
         """The control loops this plane runs, by name."""
@@ -56,6 +75,11 @@ class ControlPlane:
             thread = threading.Thread(target=self._guarded, args=(name, loop), name=name, daemon=True)
             thread.start()
             self._threads.append(thread)
+        self.scheduler.start()
+        if self.nodes:
+            cluster = self.cluster or cluster_config_of(self.home)
+            self.agent = NodeAgent(self.store, cluster, resolve_nodes(cluster, host_facts()), self.home)
+            self.agent.start()
         return self
 
     def _guarded(self, name: str, loop: Loop) -> None:
@@ -71,7 +95,12 @@ class ControlPlane:
                 return
 
     def stop(self, timeout: float = 10.0) -> None:
+        """Stop the controllers and close the store. Pods keep running, as when a kubelet
+        restarts: the next start adopts them."""
         self._stop.set()
+        self.scheduler.stop()
+        if self.agent is not None:
+            self.agent.stop()
         for thread in self._threads:
             thread.join(timeout)
         self._threads.clear()

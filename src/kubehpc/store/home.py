@@ -52,6 +52,11 @@ class Home:
         return self.root / "kubeconfig"
 
     @property
+    def cluster_path(self) -> Path:
+        """The cluster config the control plane runs with (copied here by ``kubehpc up --cluster``)."""
+        return self.root / "cluster.yaml"
+
+    @property
     def pid_path(self) -> Path:
         return self.root / "kubehpc.pid"
 

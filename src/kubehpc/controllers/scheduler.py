@@ -1,0 +1,286 @@
+"""The live scheduling loop: watch the cluster, ask the pure core, write what it decided.
+
+One thread owns all state. Informer threads list and watch Nodes, Pods and PriorityClasses
+through the Client (so the loop runs the same against the embedded store and a real API
+server) and queue the events; the loop applies them to the :class:`ClusterCache`, and when
+pods are waiting it runs a cycle:
+
+1. snapshot — the core's node table, rewritten only in the rows of nodes that changed;
+2. ``decide`` — pure;
+3. apply — each binding is assumed in the cache, then written (``Binder``); a failed write
+   forgets the assumption and the pod waits again. Pods left pending get PodScheduled=False,
+   reason Unschedulable, with the core's message (written only when it changes), and are
+   parked until the cluster changes in a way that could help them: a node added or changed
+   (room, labels, taints, cordon), a pod deleted or finished, the pod itself changed — or,
+   as kube-scheduler does, a periodic flush. Never a hot loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kubehpc.api.devices import allocate_pod
+from kubehpc.api.errors import ApiError, Conflict, NotFound
+from kubehpc.controllers.scheduling.apply import (
+    Binder,
+    BindMode,
+    mark_unschedulable,
+    needs_unschedulable_update,
+    record_event,
+)
+from kubehpc.controllers.scheduling.cache import DEFAULT_SCHEDULER, ClusterCache, pod_key
+from kubehpc.controllers.scheduling.informer import RELIST, Event, Informer
+from kubehpc.sched import DeviceState, NodeTable, SchedulerConfig, Snapshot, decide
+from kubehpc.sched.devices import holders_of
+from kubehpc.store.client import Client
+
+log = logging.getLogger(__name__)
+
+# PriorityClasses first, so pods listed after them get their priority at once.
+WATCHED = (("scheduling.k8s.io/v1", "PriorityClass"), ("v1", "Node"), ("v1", "Pod"))
+
+
+@dataclass(frozen=True)
+class SchedulerOptions:
+    scheduler_names: tuple[str, ...] = (DEFAULT_SCHEDULER,)
+    """Pods whose ``spec.schedulerName`` is one of these (empty counts as default-scheduler)
+    are ours; cluster mode uses ("kubehpc",) beside a real kube-scheduler."""
+    config: SchedulerConfig = field(default_factory=SchedulerConfig)
+    bind_mode: BindMode = BindMode.AUTO
+    record_events: bool = True
+    unschedulable_flush_s: float = 300.0
+    """Parked pods get another look at least this often (kube-scheduler: 5 minutes)."""
+    backoff_initial_s: float = 1.0
+    backoff_max_s: float = 10.0
+    """A pod whose binding failed waits this long before the next try, doubling per failure."""
+    idle_wait_s: float = 1.0
+
+
+@dataclass(frozen=True)
+class CycleReport:
+    bound: int
+    pending: int
+    failed: int
+
+
+class Scheduler:
+    def __init__(
+        self,
+        client: Client,
+        options: SchedulerOptions | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.client = client
+        self.options = options or SchedulerOptions()
+        self.clock = clock
+        self.cache = ClusterCache(self.options.scheduler_names)
+        self.binder = Binder(client, self.options.bind_mode)
+        self._events: queue.Queue[Event] = queue.Queue()
+        self._informers = [Informer(client, av, kind, self._events) for av, kind in WATCHED]
+        self._table = NodeTable.build([])
+        self._last_flush = clock()
+        self._written: dict[str, str] = {}  # pod -> Unschedulable message last written
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # ----------------------------------------------------------------- lifecycle
+
+    def sync(self) -> None:
+        """List every watched kind into the cache (the informers' first step)."""
+        for informer in self._informers:
+            items, _ = informer.list_now()
+            self._apply(Event(informer.kind, RELIST, objects=items))
+
+    def start(self, run_loop: bool = True) -> None:
+        """List, start watching, and (unless ``run_loop`` is False, for tests that drive
+        :meth:`step` themselves) run the loop on a thread."""
+        for informer in self._informers:
+            items, rv = informer.list_now()
+            self._apply(Event(informer.kind, RELIST, objects=items))
+            informer.start(rv)
+        if run_loop:
+            self._thread = threading.Thread(target=self._run, name="scheduler", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        for informer in self._informers:
+            informer.stop()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        while not self._stopped.is_set():
+            try:
+                self.step(self.options.idle_wait_s)
+            except Exception:  # keep scheduling; the next cycle starts from fresh state
+                log.exception("scheduling cycle failed")
+                self._stopped.wait(1.0)
+
+    # ----------------------------------------------------------------- events
+
+    def step(self, timeout: float = 0.0) -> CycleReport | None:
+        """Apply queued events (waiting up to ``timeout`` for the first one) and run a cycle
+        if any pod is ready for one."""
+        retry_at = self.cache.next_backoff()
+        if retry_at is not None:
+            timeout = max(0.0, min(timeout, retry_at - self.clock()))
+        self.drain(timeout)
+        now = self.clock()
+        if now - self._last_flush >= self.options.unschedulable_flush_s:
+            self._last_flush = now
+            self.cache.unpark_all()
+        if not self.cache.active(now):
+            return None
+        return self.run_cycle()
+
+    def drain(self, timeout: float = 0.0) -> int:
+        handled = 0
+        try:
+            event = self._events.get(timeout=timeout) if timeout > 0 else self._events.get_nowait()
+        except queue.Empty:
+            return 0
+        while True:
+            self._apply(event)
+            handled += 1
+            try:
+                event = self._events.get_nowait()
+            except queue.Empty:
+                return handled
+
+    def _apply(self, event: Event) -> None:
+        cache = self.cache
+        if event.type == RELIST:
+            self._replace(event)
+            return
+        obj = event.object or {}
+        name = str((obj.get("metadata") or {}).get("name", ""))
+        if event.kind == "Node":
+            cache.delete_node(name) if event.type == "DELETED" else cache.put_node(obj)
+        elif event.kind == "Pod":
+            cache.delete_pod(pod_key(obj)) if event.type == "DELETED" else cache.put_pod(obj)
+        elif event.kind == "PriorityClass":
+            cache.delete_class(name) if event.type == "DELETED" else cache.put_class(obj)
+
+    def _replace(self, event: Event) -> None:
+        cache = self.cache
+        if event.kind == "Node":
+            names = {str((o.get("metadata") or {}).get("name", "")) for o in event.objects}
+            for gone in set(cache.nodes) - names:
+                cache.delete_node(gone)
+            for obj in event.objects:
+                cache.put_node(obj)
+        elif event.kind == "Pod":
+            keys = {pod_key(o) for o in event.objects}
+            for gone in (set(cache.waiting) | set(cache.charges)) - keys:
+                cache.delete_pod(gone)
+            # Oldest first, so pods new to the cache arrive in creation order.
+            for obj in sorted(
+                event.objects, key=lambda o: str((o.get("metadata") or {}).get("creationTimestamp"))
+            ):
+                cache.put_pod(obj)
+        elif event.kind == "PriorityClass":
+            cache.classes.clear()
+            for obj in event.objects:
+                cache.put_class(obj)
+
+    # ----------------------------------------------------------------- one cycle
+
+    def snapshot(self) -> Snapshot:
+        cache = self.cache
+        dirty = cache.dirty
+        upserts = [cache.node_info(n) for n in sorted(dirty) if n in cache.nodes]
+        removals = [n for n in sorted(dirty) if n not in cache.nodes]
+        self._table = self._table.with_changes(upserts, removals)
+        dirty.clear()
+        inventories = {name: e.inventory for name, e in cache.nodes.items() if e.inventory is not None}
+        devices = None
+        if inventories:
+            devices = DeviceState(
+                allocate=allocate_pod,
+                inventories=inventories,
+                holders={n: dict(cache.holders.get(n, {})) for n in inventories},
+            )
+        ready = cache.active(self.clock())
+        return Snapshot(self._table, cache.pod_sets(ready), self.options.config, devices)
+
+    def run_cycle(self) -> CycleReport:
+        cache = self.cache
+        snapshot = self.snapshot()
+        decisions = decide(snapshot, self.clock())
+        shapes = {w.key: w.shape for w in cache.waiting.values()}
+        bound = failed = 0
+        for binding in decisions.bindings:
+            key = binding.pod
+            waiting = cache.waiting.get(key)
+            if waiting is None:
+                continue
+            allocation = {container: list(ids) for container, ids in binding.devices}
+            cache.assume(key, binding.node, holders_of(allocation, shapes[key]) if allocation else Counter())
+            try:
+                self.binder.bind(waiting.obj, binding.node, binding.devices)
+            except ApiError as err:
+                failed += 1
+                self._forget(key, waiting.obj, err)
+                continue
+            bound += 1
+            if self.options.record_events:
+                meta = waiting.obj.get("metadata") or {}
+                message = (
+                    f"Successfully assigned {meta.get('namespace')}/{meta.get('name')} to {binding.node}"
+                )
+                record_event(self.client, waiting.obj, "Normal", "Scheduled", message, self.clock())
+        pending_keys: list[str] = []
+        for pending in decisions.pending:
+            for key in pending.pods:
+                pending_keys.append(key)
+                waiting = cache.waiting.get(key)
+                if waiting is None or self._written.get(key) == pending.message:
+                    continue
+                if not needs_unschedulable_update(waiting.obj, pending.message):
+                    self._written[key] = pending.message
+                    continue
+                try:
+                    mark_unschedulable(self.client, waiting.obj, pending.message, self.clock())
+                except ApiError as err:
+                    log.info("could not mark %s unschedulable: %s", key, err)
+                    continue
+                # Remember what was written rather than storing the returned object: the watch
+                # may still deliver older versions of the pod, and they must not look newer.
+                self._written[key] = pending.message
+                if self.options.record_events:
+                    record_event(
+                        self.client, waiting.obj, "Warning", "FailedScheduling", pending.message, self.clock()
+                    )
+        cache.park(pending_keys)
+        for key in [k for k in self._written if k not in cache.waiting]:
+            del self._written[key]
+        return CycleReport(bound=bound, pending=len(pending_keys), failed=failed)
+
+    def _forget(self, key: str, pod: dict[str, object], err: ApiError) -> None:
+        """The binding failed: give the room back and let the pod wait again, as it is now."""
+        log.info("binding %s failed: %s", key, err)
+        meta = pod.get("metadata")
+        current = None
+        if isinstance(meta, dict) and not isinstance(err, NotFound):
+            try:
+                current = self.client.get("v1", "Pod", str(meta.get("name")), meta.get("namespace"))
+            except ApiError:
+                current = None
+        if isinstance(err, Conflict) and current is not None and (current.get("spec") or {}).get("nodeName"):
+            # Someone (or an earlier try of ours) bound it already: account it as it is.
+            self.cache.forget(key, None)
+            self.cache.put_pod(current)
+            return
+        self.cache.forget(key, current)
+        # After a conflict the cache holds the pod as it is now, so the next cycle may try again
+        # at once; any other refusal waits, doubling, so a pod the API keeps refusing is no hot loop.
+        if key in self.cache.waiting and not isinstance(err, Conflict):
+            opts = self.options
+            self.cache.back_off(key, self.clock(), opts.backoff_initial_s, opts.backoff_max_s)

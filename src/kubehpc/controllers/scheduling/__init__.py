@@ -1,0 +1,1 @@
+"""Pieces of the scheduling loop: cache, informers, appliers, pod priority admission."""

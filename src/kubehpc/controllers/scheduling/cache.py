@@ -1,0 +1,337 @@
+"""The scheduler's view of the cluster, kept current from watch events.
+
+It holds what the pure core needs and nothing else: per node its allocatable, labels, taints,
+cordon and device inventory; per bound pod what it charges to its node (requests and device
+holders); the pods waiting for this scheduler; PriorityClasses. Usage is kept incrementally,
+and every node whose row in the core's table must change is remembered as *dirty*, so each
+cycle rewrites only those rows (``NodeTable.with_changes``).
+
+Pods the scheduler has decided but whose binding is not yet seen are *assumed*: charged to
+their node at once, so the next cycle does not hand the same room out twice; a failed binding
+*forgets* them (kube-scheduler's assume/forget).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from kubehpc.api.devices import NodeDevices, devices_in_use
+from kubehpc.api.quantity import resource_units
+from kubehpc.controllers.scheduling.priority import resolve_priority
+from kubehpc.sched.model import PODS, NodeInfo, PodSet, PodShape, Taint
+from kubehpc.sched.placement import scored_requests
+from kubehpc.sched.podspec import shape_of
+
+log = logging.getLogger(__name__)
+Obj = dict[str, Any]
+TERMINAL_PHASES = ("Succeeded", "Failed")
+DEFAULT_SCHEDULER = "default-scheduler"
+
+
+def pod_key(pod: Mapping[str, Any]) -> str:
+    meta = pod.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}"
+
+
+def _epoch(timestamp: str) -> float:
+    if not timestamp:
+        return 0.0
+    try:
+        return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def _units(resources: Mapping[str, Any]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for name, value in resources.items():
+        try:
+            out[str(name)] = resource_units(str(name), value)
+        except ValueError:
+            continue  # an unreadable amount offers nothing; the node agent reports it
+    return out
+
+
+def _shape_or_none(key: str, spec: Mapping[str, Any]) -> PodShape | None:
+    try:
+        return shape_of(spec)
+    except (ValueError, TypeError, AttributeError) as err:
+        # The API validates requests; a pod that slipped through is left alone, not retried.
+        log.warning("pod %s: cannot read its scheduling requirements: %s", key, err)
+        return None
+
+
+@dataclass(frozen=True)
+class NodeEntry:
+    name: str
+    allocatable: Mapping[str, int]
+    labels: Mapping[str, str]
+    taints: tuple[Taint, ...]
+    unschedulable: bool
+    inventory: NodeDevices | None
+
+    @classmethod
+    def of(cls, node: Mapping[str, Any]) -> NodeEntry:
+        meta = node.get("metadata") or {}
+        spec = node.get("spec") or {}
+        status = node.get("status") or {}
+        try:
+            inventory = NodeDevices.from_node(node)
+        except (ValueError, TypeError, KeyError):
+            # An unreadable inventory: schedule by counts alone, as on a real cluster.
+            log.warning("node %s: unreadable device inventory annotation", meta.get("name"))
+            inventory = NodeDevices(str(meta.get("name", "")), ())
+        return cls(
+            name=str(meta.get("name", "")),
+            allocatable=_units(status.get("allocatable") or status.get("capacity") or {}),
+            labels=dict(meta.get("labels") or {}),
+            taints=tuple(
+                Taint(str(t.get("key", "")), str(t.get("value") or ""), str(t.get("effect", "")))
+                for t in spec.get("taints") or ()
+            ),
+            unschedulable=bool(spec.get("unschedulable")),
+            inventory=inventory if inventory.devices else None,
+        )
+
+
+@dataclass
+class Charge:
+    """What one pod takes from its node."""
+
+    node: str
+    uid: str
+    requests: Mapping[str, int]
+    scored: Mapping[str, int]
+    holders: Counter[str]
+    assumed: bool
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A pod waiting for this scheduler, as the core will see it."""
+
+    key: str
+    uid: str
+    shape: PodShape
+    priority: int
+    created: float
+    obj: Obj
+    arrival: int
+    """Order in which this scheduler first saw the pod: creation timestamps have whole
+    seconds, so pods created in the same second keep their arrival order (kube-scheduler's
+    queue orders them by when they were added, too)."""
+
+
+class ClusterCache:
+    def __init__(self, scheduler_names: Iterable[str]) -> None:
+        self.scheduler_names = frozenset(scheduler_names)
+        self.nodes: dict[str, NodeEntry] = {}
+        self.used: dict[str, Counter[str]] = {}
+        self.scored: dict[str, Counter[str]] = {}
+        self.holders: dict[str, Counter[str]] = {}
+        self.charges: dict[str, Charge] = {}
+        self.waiting: dict[str, Waiting] = {}
+        self.parked: set[str] = set()
+        """Waiting pods found unschedulable, left alone until the cluster changes."""
+        self.backoff: dict[str, tuple[float, int]] = {}
+        """Waiting pods whose binding failed: not before this time; failures so far."""
+        self.classes: dict[str, Obj] = {}
+        self.dirty: set[str] = set()
+        self._shapes: dict[PodShape, PodShape] = {}
+        self._arrivals = 0
+        self.on_capacity_change: Callable[[], None] = self.unpark_all
+
+    # ----------------------------------------------------------------- nodes
+
+    def put_node(self, node: Mapping[str, Any]) -> None:
+        entry = NodeEntry.of(node)
+        before = self.nodes.get(entry.name)
+        self.nodes[entry.name] = entry
+        if before != entry:
+            # Only a change the scheduler can use (room, labels, taints, cordon, devices)
+            # counts: heartbeats leave the parked pods alone.
+            self.dirty.add(entry.name)
+            self.on_capacity_change()
+
+    def delete_node(self, name: str) -> None:
+        if self.nodes.pop(name, None) is not None:
+            self.dirty.add(name)
+
+    def node_info(self, name: str) -> NodeInfo:
+        entry = self.nodes[name]
+        return NodeInfo(
+            name=name,
+            allocatable=entry.allocatable,
+            used=dict(self.used.get(name, {})),
+            scored_used=dict(self.scored.get(name, {})),
+            labels=entry.labels,
+            taints=entry.taints,
+            unschedulable=entry.unschedulable,
+        )
+
+    # ----------------------------------------------------------------- pods
+
+    def _charge(self, key: str, charge: Charge) -> None:
+        self.uncharge(key)
+        self.charges[key] = charge
+        self.used.setdefault(charge.node, Counter()).update(charge.requests)
+        self.scored.setdefault(charge.node, Counter()).update(charge.scored)
+        self.holders.setdefault(charge.node, Counter()).update(charge.holders)
+        self.dirty.add(charge.node)
+
+    def uncharge(self, key: str) -> Charge | None:
+        charge = self.charges.pop(key, None)
+        if charge is not None:
+            self.used[charge.node].subtract(charge.requests)
+            self.scored[charge.node].subtract(charge.scored)
+            self.holders[charge.node].subtract(charge.holders)
+            self.dirty.add(charge.node)
+        return charge
+
+    def is_ours(self, pod: Mapping[str, Any]) -> bool:
+        return str((pod.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER) in self.scheduler_names
+
+    def put_pod(self, pod: Obj) -> None:
+        key = pod_key(pod)
+        meta = pod.get("metadata") or {}
+        spec = pod.get("spec") or {}
+        phase = (pod.get("status") or {}).get("phase")
+        node = spec.get("nodeName")
+        uid = str(meta.get("uid", ""))
+        previous = self.charges.get(key)
+        if previous is not None and previous.uid != uid:
+            self.delete_pod(key)  # same name, new pod
+        if node:
+            self.waiting.pop(key, None)
+            self.parked.discard(key)
+            self.backoff.pop(key, None)
+            if phase in TERMINAL_PHASES:
+                if self.uncharge(key) is not None:
+                    self.on_capacity_change()
+                return
+            current = self.charges.get(key)
+            if current is None or current.assumed or current.node != node:
+                shape = _shape_or_none(key, spec) or PodShape(requests=((PODS, 1),))
+                requests = dict(shape.requests)
+                self._charge(
+                    key,
+                    Charge(node, uid, requests, scored_requests(shape), devices_in_use([pod]), assumed=False),
+                )
+            return
+        if key in self.charges:
+            return  # assumed: our binding is on its way, never decide this pod again
+        if meta.get("deletionTimestamp") or phase in TERMINAL_PHASES or not self.is_ours(pod):
+            self.waiting.pop(key, None)
+            self.parked.discard(key)
+            return
+        if spec.get("schedulingGates"):
+            self.waiting.pop(key, None)
+            self.parked.discard(key)
+            return
+        parsed = _shape_or_none(key, spec)
+        if parsed is None:
+            self.waiting.pop(key, None)
+            return
+        shape = self._intern(parsed)
+        priority = spec.get("priority")
+        if priority is None:
+            try:
+                priority = resolve_priority(spec, self.classes).priority
+            except Exception:  # a missing class: admission would have refused the pod
+                priority = 0
+        before = self.waiting.get(key)
+        if before is not None and before.uid == uid:
+            arrival = before.arrival
+        else:
+            self._arrivals += 1
+            arrival = self._arrivals
+        created = _epoch(str(meta.get("creationTimestamp", "")))
+        waiting = Waiting(key, uid, shape, int(priority), created, pod, arrival)
+        self.waiting[key] = waiting
+        if before is not None and (before.shape != shape or before.priority != waiting.priority):
+            self.parked.discard(key)  # the pod itself changed: worth another look
+
+    def delete_pod(self, key: str) -> None:
+        self.backoff.pop(key, None)
+        self.waiting.pop(key, None)
+        self.parked.discard(key)
+        if self.uncharge(key) is not None:
+            self.on_capacity_change()
+
+    def _intern(self, shape: PodShape) -> PodShape:
+        # Equal shapes become the same object, so the core compares runs by identity.
+        return self._shapes.setdefault(shape, shape)
+
+    # ----------------------------------------------------------------- decisions
+
+    def assume(self, key: str, node: str, holders: Counter[str]) -> None:
+        waiting = self.waiting.pop(key)
+        self.parked.discard(key)
+        shape = waiting.shape
+        self._charge(
+            key,
+            Charge(node, waiting.uid, dict(shape.requests), scored_requests(shape), holders, assumed=True),
+        )
+
+    def forget(self, key: str, pod: Obj | None) -> None:
+        """Undo an assumption whose binding failed; the pod waits again if it still exists."""
+        charge = self.charges.get(key)
+        if charge is not None and charge.assumed:
+            self.uncharge(key)
+        if pod is not None:
+            self.put_pod(pod)
+
+    def park(self, keys: Iterable[str]) -> None:
+        self.parked.update(k for k in keys if k in self.waiting)
+
+    def unpark_all(self) -> None:
+        self.parked.clear()
+
+    def active(self, now: float) -> list[Waiting]:
+        """Waiting pods ready for a cycle at ``now``: neither parked nor backing off."""
+        backoff = self.backoff
+        return [
+            w
+            for k, w in self.waiting.items()
+            if k not in self.parked and (k not in backoff or backoff[k][0] <= now)
+        ]
+
+    def back_off(self, key: str, now: float, initial: float, limit: float) -> None:
+        """After a failed binding: wait ``initial`` seconds, doubling per failure up to ``limit``
+        (kube-scheduler's backoff queue, 1 s to 10 s)."""
+        failures = self.backoff.get(key, (0.0, 0))[1]
+        self.backoff[key] = (now + min(limit, initial * 2**failures), failures + 1)
+
+    def next_backoff(self) -> float | None:
+        waiting = [until for key, (until, _) in self.backoff.items() if key in self.waiting]
+        return min(waiting) if waiting else None
+
+    def pod_sets(self, waiting: Iterable[Waiting]) -> tuple[PodSet, ...]:
+        # The pod set's uid is only the core's last tie-break: make it the arrival order.
+        return tuple(
+            PodSet(f"{w.arrival:012d}", w.shape, w.priority, w.created, 1, (w.key,)) for w in waiting
+        )
+
+    # ----------------------------------------------------------------- priority classes
+
+    def put_class(self, pc: Mapping[str, Any]) -> None:
+        self.classes[str((pc.get("metadata") or {}).get("name", ""))] = dict(pc)
+        self._reprioritise()
+
+    def delete_class(self, name: str) -> None:
+        self.classes.pop(name, None)
+        self._reprioritise()
+
+    def _reprioritise(self) -> None:
+        # Pods admitted without spec.priority take theirs from the classes as they are now.
+        for waiting in list(self.waiting.values()):
+            if (waiting.obj.get("spec") or {}).get("priority") is None:
+                self.put_pod(waiting.obj)
+
+
+__all__ = ["PODS", "ClusterCache", "NodeEntry", "Waiting", "pod_key"]

@@ -1,0 +1,90 @@
+"""List-then-watch of one kind into a queue, relisting when the watch history is gone.
+
+Each informer runs on its own thread (a Client's watch is a blocking iterator) and only puts
+events on the shared queue; all state lives with the single thread that drains it.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from kubehpc.api.errors import ApiError
+from kubehpc.store.client import Client, ListOptions, Watch
+
+log = logging.getLogger(__name__)
+Obj = dict[str, Any]
+
+RELIST = "RELIST"  # a full list replaced what was known of the kind
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: str
+    type: str  # ADDED, MODIFIED, DELETED, or RELIST (objects = the full list)
+    object: Obj | None = None
+    objects: tuple[Obj, ...] = ()
+
+
+class Informer:
+    def __init__(self, client: Client, api_version: str, kind: str, events: queue.Queue[Event]) -> None:
+        self.client = client
+        self.api_version = api_version
+        self.kind = kind
+        self.events = events
+        self._stopped = threading.Event()
+        self._watch: Watch | None = None
+        self._thread: threading.Thread | None = None
+
+    def list_now(self) -> tuple[tuple[Obj, ...], str]:
+        listed = self.client.list(self.api_version, self.kind)
+        return tuple(listed.items), listed.resource_version
+
+    def start(self, resource_version: str) -> None:
+        self._thread = threading.Thread(
+            target=self._run, args=(resource_version,), name=f"scheduler-informer-{self.kind}", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, resource_version: str) -> None:
+        rv = resource_version
+        while not self._stopped.is_set():
+            try:
+                self._watch = self.client.watch(self.api_version, self.kind, ListOptions(resource_version=rv))
+                if self._stopped.is_set():
+                    self._watch.stop()
+                    return
+                for ev in self._watch:
+                    if ev.type in ("ADDED", "MODIFIED", "DELETED"):
+                        self.events.put(Event(self.kind, ev.type, ev.object))
+                        rv = str((ev.object.get("metadata") or {}).get("resourceVersion") or rv)
+                    elif ev.type == "BOOKMARK":
+                        rv = str((ev.object.get("metadata") or {}).get("resourceVersion") or rv)
+                    elif ev.type == "ERROR":
+                        break
+            except ApiError as err:
+                log.info("watch of %s ended (%s); relisting", self.kind, err)
+            except Exception:  # the store closed under us, a network error in cluster mode
+                if self._stopped.is_set():
+                    return
+                log.exception("watch of %s failed; relisting", self.kind)
+                self._stopped.wait(1.0)
+            if self._stopped.is_set():
+                return
+            try:
+                items, rv = self.list_now()
+            except Exception:
+                log.exception("relist of %s failed", self.kind)
+                self._stopped.wait(1.0)
+                continue
+            self.events.put(Event(self.kind, RELIST, objects=items))
+
+    def stop(self) -> None:
+        self._stopped.set()
+        if self._watch is not None:
+            self._watch.stop()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
