@@ -65,6 +65,8 @@ def _exact_number(number: str) -> Fraction:
 
 def parse_quantity(value: Any) -> Quantity:
     """Parse a quantity as written in a manifest: a string, or a YAML/JSON int or float."""
+    if type(value) is str:  # the common case first: validation parses every request and limit
+        return _parse_text(value)
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise ValueError(f"invalid quantity {_show(value)}: must be a string or a number")
     if isinstance(value, int):

@@ -151,7 +151,7 @@ class ResourceType:
 
     def to_storage(self, obj: Obj) -> Obj:
         """Convert an object of any served version into the storage version."""
-        group, _, version = obj.get("apiVersion", "").rpartition("/")
+        version = obj.get("apiVersion", "").rpartition("/")[2]
         spec = self.version(version)
         if spec.name != self.storage_version and spec.to_storage is not None:
             obj = spec.to_storage(obj)

@@ -22,6 +22,7 @@ from kubehpc.cli import (
     events,
     get,
     logs,
+    slurm_sbatch,
     up,
     version,
     wait,
@@ -30,7 +31,7 @@ from kubehpc.cli.session import CliError, Session
 from kubehpc.kube.kubeconfig import KubeconfigError
 from kubehpc.kube.rest import ConnectionFailed
 
-COMMANDS = (up, down, apply, get, describe, delete, logs, events, wait, version)
+COMMANDS = (up, down, apply, get, describe, delete, logs, events, wait, version, slurm_sbatch)
 
 
 def _add_common(parser: argparse.ArgumentParser, suppress: bool) -> None:

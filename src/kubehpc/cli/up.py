@@ -13,7 +13,6 @@ from kubehpc.cli.session import CliError, Session
 from kubehpc.store.home import Home
 
 
-
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "up",
@@ -91,7 +90,14 @@ def run_control_plane(home: Home, host: str, port: int, on_ready: Callable[[int]
     control_plane = ControlPlane(home).start()
     try:
         serve(
-            control_plane.store, control_plane.registry, home, host, port, token=token, tls=tls, on_ready=on_ready
+            control_plane.store,
+            control_plane.registry,
+            home,
+            host,
+            port,
+            token=token,
+            tls=tls,
+            on_ready=on_ready,
         )
     finally:
         control_plane.stop()

@@ -109,6 +109,9 @@ def _resource_causes(resources: Any, path: str) -> list[Cause]:
                 q = parse_quantity(value)
             except ValueError:
                 continue  # the schema check already named it
+            if q.amount >= 0 and not is_extended_resource(name):
+                continue  # the common case: nothing more to check
+
             where = schema.child_path(f"{path}.{part}", name)
             if q.amount < 0:
                 causes.append(
