@@ -85,8 +85,8 @@ def test_get_prints_tables_wide_yaml_json_and_selects_by_label(plane: Plane) -> 
 
 def test_get_watch_streams_later_changes(plane: Plane) -> None:
     watcher = subprocess.Popen(
-        [KUBECTL, "get", "configmaps", "-w", "--request-timeout=20s"],
-        env={"KUBECONFIG": str(plane.kubeconfig), "PATH": "/usr/bin:/bin"},
+        [KUBECTL, "--cache-dir", str(plane.home / "kubectl-cache"), "get", "configmaps", "-w"],
+        env={"KUBECONFIG": str(plane.kubeconfig), "PATH": "/usr/bin:/bin", "HOME": str(plane.home)},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
