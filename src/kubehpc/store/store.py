@@ -18,7 +18,7 @@ import contextlib
 import random
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ import orjson
 
 from kubehpc.api.errors import BadRequest, Gone, NotFound
 from kubehpc.api.registry import Registry, ResourceType
+from kubehpc.store.admission import AdmissionHook
 from kubehpc.store.client import ListOptions, ObjectList, Watch
 from kubehpc.store.records import ADDED, DELETED, Change, Obj, Record
 from kubehpc.store.selectors import parse_field_selector, parse_label_selector
@@ -56,8 +57,10 @@ class Store(WritesMixin):
         bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL_S,
         max_watch_queue: int = DEFAULT_MAX_WATCH_QUEUE,
         seed: int | None = None,
+        admission: Sequence[AdmissionHook] = (),
     ) -> None:
         self.registry = registry
+        self.admission = tuple(admission)
         self._lock = threading.RLock()
         # resource key -> namespace ("" when cluster-scoped) -> name -> current record
         self._objects: dict[str, dict[str, dict[str, Record]]] = {rt.key: {} for rt in registry}

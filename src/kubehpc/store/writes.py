@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -28,6 +29,7 @@ from kubehpc.api.errors import (
 from kubehpc.api.meta import validate_metadata
 from kubehpc.api.registry import FieldValidation, ResourceType, VersionSpec
 from kubehpc.store import strategy as st
+from kubehpc.store.admission import AdmissionHook
 from kubehpc.store.client import DeleteOptions, PatchType, WriteOptions, WriteResult
 from kubehpc.store.patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
 from kubehpc.store.records import ADDED, DELETED, MODIFIED, Change, Obj, Record
@@ -88,6 +90,7 @@ class WritesMixin:
     """Write verbs; mixed into :class:`kubehpc.store.store.Store`, which owns the state."""
 
     registry: Registry
+    admission: Sequence[AdmissionHook]
     _lock: threading.RLock
     _rng: random.Random
     _rv: int
@@ -175,6 +178,8 @@ class WritesMixin:
             warnings = self._validate(rt, vs, obj, mode)
             if vs.default is not None:
                 vs.default(obj)
+            for hook in self.admission:
+                hook("CREATE", rt, obj, None)
             if st.is_namespace(rt):
                 st.prepare_namespace_create(obj)
             stored = rt.to_storage(obj)
@@ -321,6 +326,8 @@ class WritesMixin:
             warnings = self._validate(rt, vs, obj, mode)
             if vs.default is not None:
                 vs.default(obj)
+            for hook in self.admission:
+                hook("UPDATE", rt, obj, old)
             if st.is_namespace(rt):
                 # spec.finalizers belongs to the finalize subresource.
                 obj.setdefault("spec", {})["finalizers"] = (old.get("spec") or {}).get("finalizers", [])
