@@ -16,6 +16,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from prometheus_client import CollectorRegistry
+
 from kubehpc.api.cluster_config import ClusterConfig, load_cluster_config, resolve_nodes, this_machine_config
 from kubehpc.api.kinds import default_registry
 from kubehpc.api.registry import Registry
@@ -50,6 +52,8 @@ class ControlPlane:
     registry: Registry = field(default_factory=default_registry)
     nodes: bool = True
     cluster: ClusterConfig | None = None
+    metrics: CollectorRegistry = field(default_factory=CollectorRegistry)
+    """The Prometheus registry the controllers report into; the API serves it at /metrics."""
     store: Store = field(init=False)
     agent: NodeAgent | None = field(init=False, default=None)
     scheduler: Scheduler = field(init=False)

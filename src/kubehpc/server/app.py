@@ -12,6 +12,7 @@ import logging
 import os
 import time
 
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
@@ -35,8 +36,16 @@ TRACE_ENV = "KUBEHPC_HTTP_TRACE"
 
 
 class KubeAPI:
-    def __init__(self, store: Client, registry: Registry, token: str | None, home: Home) -> None:
+    def __init__(
+        self,
+        store: Client,
+        registry: Registry,
+        token: str | None,
+        home: Home,
+        metrics: CollectorRegistry | None = None,
+    ) -> None:
         self.registry = registry
+        self.metrics = metrics
         self.token = token.encode() if token else None
         self.discovery = DiscoveryDocuments(registry)
         self.openapi = OpenAPIDocuments(registry)
@@ -93,6 +102,9 @@ class KubeAPI:
             return raw_json_response(self.discovery.version)
         if head == "openapi":
             return self._openapi(parts[1:])
+        if path == "/metrics" and self.metrics is not None:
+            # Like the API server's /metrics: authenticated, Prometheus text format.
+            return Response(generate_latest(self.metrics), media_type=CONTENT_TYPE_LATEST)
         raise NotFound("the server could not find the requested resource")
 
     async def _core(self, request: Request, rest: list[str]) -> Response:
@@ -176,6 +188,14 @@ class KubeApp:
                     return
 
 
-def build_app(store: Client, registry: Registry, *, token: str | None, home: Home) -> KubeApp:
-    """The ASGI app serving ``store`` on the Kubernetes REST paths of ``registry``'s kinds."""
-    return KubeApp(KubeAPI(store, registry, token, home))
+def build_app(
+    store: Client,
+    registry: Registry,
+    *,
+    token: str | None,
+    home: Home,
+    metrics: CollectorRegistry | None = None,
+) -> KubeApp:
+    """The ASGI app serving ``store`` on the Kubernetes REST paths of ``registry``'s kinds
+    (and ``metrics`` at /metrics)."""
+    return KubeApp(KubeAPI(store, registry, token, home, metrics))

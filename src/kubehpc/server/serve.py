@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import uvicorn
+from prometheus_client import CollectorRegistry
 
 from kubehpc.api.registry import Registry
 from kubehpc.server.app import build_app
@@ -56,9 +57,10 @@ def make_server(
     on_ready: Callable[[int], None] | None = None,
     port: int = 0,
     tls: TLSFiles | None = None,
+    metrics: CollectorRegistry | None = None,
     **config: Any,
 ) -> uvicorn.Server:
-    app = build_app(store, registry, token=token, home=home)
+    app = build_app(store, registry, token=token, home=home, metrics=metrics)
     if tls is not None:
         config.update(ssl_certfile=str(tls.cert), ssl_keyfile=str(tls.key))
     cfg = uvicorn.Config(
@@ -86,11 +88,14 @@ async def serve_async(
     token: str | None,
     tls: TLSFiles | None = None,
     on_ready: Callable[[int], None] | None = None,
+    metrics: CollectorRegistry | None = None,
 ) -> None:
     """Serve on the running event loop until a signal (or ``should_exit``) stops it."""
     sock = bind(host, port)
     bound = sock.getsockname()[1]
-    server = make_server(store, registry, home, token=token, on_ready=on_ready, port=bound, tls=tls)
+    server = make_server(
+        store, registry, home, token=token, on_ready=on_ready, port=bound, tls=tls, metrics=metrics
+    )
     try:
         await server.serve(sockets=[sock])
     finally:
@@ -107,11 +112,17 @@ def serve(
     token: str | None,
     tls: TLSFiles | None = None,
     on_ready: Callable[[int], None] | None = None,
+    metrics: CollectorRegistry | None = None,
 ) -> None:
     """Serve in this thread on a uvloop event loop; returns after SIGINT/SIGTERM.
 
-    ``tls``: serve https with these files (kubectl needs it to send the token); None: http."""
+    ``tls``: serve https with these files (kubectl needs it to send the token); None: http.
+    ``metrics``: the Prometheus registry served at /metrics (404 without one)."""
     import uvloop
 
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-        runner.run(serve_async(store, registry, home, host, port, token=token, tls=tls, on_ready=on_ready))
+        runner.run(
+            serve_async(
+                store, registry, home, host, port, token=token, tls=tls, on_ready=on_ready, metrics=metrics
+            )
+        )
