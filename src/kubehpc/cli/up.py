@@ -98,6 +98,7 @@ def run_control_plane(home: Home, host: str, port: int, on_ready: Callable[[int]
             token=token,
             tls=tls,
             on_ready=on_ready,
+            metrics=control_plane.metrics,
         )
     finally:
         control_plane.stop()
