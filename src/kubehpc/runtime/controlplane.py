@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -23,16 +24,22 @@ from kubehpc.api.kinds import default_registry
 from kubehpc.api.registry import Registry
 from kubehpc.controllers.gc import GarbageCollector, kinds_of
 from kubehpc.controllers.job import JobController
+from kubehpc.controllers.kueue.admission import AdmissionLoop, AdmissionOptions
+from kubehpc.controllers.kueue.metrics import KueueMetrics
+from kubehpc.controllers.kueue.reconciler import JobReconciler
+from kubehpc.controllers.kueue.webhooks import JobWebhook, PodPriorityHook
 from kubehpc.controllers.namespace import NamespaceController
 from kubehpc.controllers.scheduler import Scheduler, SchedulerOptions
 from kubehpc.node.agent import NodeAgent
 from kubehpc.node.nvml import host_facts
+from kubehpc.slurm.deps import reconcile_holds
 from kubehpc.store.home import Home
 from kubehpc.store.store import Store
 
 log = logging.getLogger(__name__)
 
 Loop = Callable[[threading.Event], None]
+SLURM_HOLD_PERIOD_S = 2.0
 
 
 def cluster_config_of(home: Home) -> ClusterConfig:
@@ -57,13 +64,18 @@ class ControlPlane:
     store: Store = field(init=False)
     agent: NodeAgent | None = field(init=False, default=None)
     scheduler: Scheduler = field(init=False)
+    admission: AdmissionLoop = field(init=False)
     _stop: threading.Event = field(init=False, default_factory=threading.Event)
     _threads: list[threading.Thread] = field(init=False, default_factory=list)
 
     def __post_init__(self) -> None:
         self.home.ensure()
-        self.store = Store(self.registry, self.home.db_path)
+        # What the API server gets from admission plugins and Kueue's webhook: queued Jobs are
+        # suspended on create, pods get their priority from their PriorityClass.
+        hooks = [JobWebhook(), PodPriorityHook(lambda: self.store)]
+        self.store = Store(self.registry, self.home.db_path, admission=hooks)
         self.scheduler = Scheduler(self.store, SchedulerOptions())
+        self.admission = AdmissionLoop(self.store, AdmissionOptions(), metrics=KueueMetrics(self.metrics))
 
     def controllers(self) -> dict[str, Loop]:
         """The control loops this plane runs, by name."""
@@ -72,7 +84,18 @@ class ControlPlane:
             "garbage-collector": GarbageCollector(self.store, kinds).run,
             "namespace": NamespaceController(self.store, kinds).run,
             "job": JobController(self.store).run,
+            "kueue-job-reconciler": JobReconciler(self.store).run,
+            "kueue-admission": self.admission.run,
+            "slurm-holds": self._release_slurm_holds,
         }
+
+    def _release_slurm_holds(self, stop: threading.Event) -> None:
+        """Release sbatch jobs whose --dependency or --begin is satisfied (and cancel those whose
+        dependency can no longer be), checked every SLURM_HOLD_PERIOD_S, as slurmctld checks
+        its pending jobs periodically."""
+        while not stop.wait(SLURM_HOLD_PERIOD_S):
+            for action in reconcile_holds(self.store, time.time(), kueue_manages=True):
+                log.info("slurm: %s", action)
 
     def start(self) -> ControlPlane:
         for name, loop in self.controllers().items():

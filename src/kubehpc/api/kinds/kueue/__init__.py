@@ -32,7 +32,12 @@ from kubehpc.api.kinds.kueue.flavors import (
 )
 from kubehpc.api.kinds.kueue.localqueue import LocalQueue, LocalQueueV1Beta1, local_queue_update_causes
 from kubehpc.api.kinds.kueue.priority import WorkloadPriorityClass, WorkloadPriorityClassV1Beta1
-from kubehpc.api.kinds.kueue.workload import Workload, WorkloadV1Beta1, workload_update_causes
+from kubehpc.api.kinds.kueue.workload import (
+    EXPLAIN_COLUMNS,
+    Workload,
+    WorkloadV1Beta1,
+    workload_update_causes,
+)
 from kubehpc.api.registry import Obj, PrinterColumn, Registry, ResourceType, ValidateUpdate, VersionSpec
 
 STORAGE_VERSION = "v1beta2"
@@ -129,6 +134,7 @@ def _columns(cohort_path: str) -> dict[str, tuple[PrinterColumn, ...]]:
                 value=_condition_status("Finished"),
                 description="Workload finished",
             ),
+            *EXPLAIN_COLUMNS,
             PrinterColumn(
                 "Age", "date", ".metadata.creationTimestamp", description="Time this workload was created"
             ),

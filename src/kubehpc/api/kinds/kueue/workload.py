@@ -29,6 +29,7 @@ from kubehpc.api.kinds.kueue.common import (
     check_tolerations,
     rule,
 )
+from kubehpc.api.registry import PrinterColumn
 
 PodTemplateSpec = Annotated[dict[str, Any], Embedded("io.k8s.api.core.v1.PodTemplateSpec")]
 Str63 = Annotated[str, Field(max_length=63)]
@@ -488,3 +489,79 @@ def workload_update_causes(old: dict[str, Any], new: dict[str, Any]) -> list[Cau
     if old_cluster is not None and new_cluster is not None and old_cluster != new_cluster:
         causes.append(Cause("status.clusterName", "clusterName is immutable once set"))
     return causes
+
+
+# --- explain: computed printer columns (kubehpc's, after Kueue's own) ------------------------------
+
+# Written by kubehpc's admission loop on pending Workloads (0 = next in its ClusterQueue), and
+# the core's structured reason code (InsufficientQuota, LocalQueueNotFound, ...).
+POSITION_ANNOTATION = "kubehpc.io/queue-position"
+PENDING_REASON_ANNOTATION = "kubehpc.io/pending-reason"
+
+
+def _condition(obj: dict[str, Any], condition_type: str) -> dict[str, Any] | None:
+    for c in (obj.get("status") or {}).get("conditions") or ():
+        if isinstance(c, dict) and c.get("type") == condition_type:
+            return c
+    return None
+
+
+def workload_state(obj: dict[str, Any]) -> str:
+    """Pending, QuotaReserved, Admitted, Evicted or Finished: the one word a user wants first."""
+    if _has_condition(obj, "Finished"):
+        return "Finished"
+    if _has_condition(obj, "Evicted"):
+        return "Evicted"
+    if _has_condition(obj, "Admitted"):
+        return "Admitted"
+    if _has_condition(obj, "QuotaReserved"):
+        return "QuotaReserved"
+    return "Pending"
+
+
+def _explaining_condition(obj: dict[str, Any]) -> dict[str, Any] | None:
+    state = workload_state(obj)
+    ctype = {"Finished": "Finished", "Evicted": "Evicted", "Admitted": "Admitted"}.get(state, "QuotaReserved")
+    return _condition(obj, ctype)
+
+
+def workload_position(obj: dict[str, Any]) -> int | None:
+    if workload_state(obj) not in ("Pending", "Evicted") or _has_condition(obj, "QuotaReserved"):
+        return None
+    value = ((obj.get("metadata") or {}).get("annotations") or {}).get(POSITION_ANNOTATION)
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def workload_reason(obj: dict[str, Any]) -> str | None:
+    state = workload_state(obj)
+    if state == "Pending":
+        code = ((obj.get("metadata") or {}).get("annotations") or {}).get(PENDING_REASON_ANNOTATION)
+        if code:
+            return str(code)
+    if state in ("Admitted", "QuotaReserved"):
+        return None
+    cond = _explaining_condition(obj)
+    return str(cond.get("reason")) if cond and cond.get("reason") else None
+
+
+def workload_message(obj: dict[str, Any]) -> str | None:
+    cond = _explaining_condition(obj)
+    return str(cond.get("message")) if cond and cond.get("message") else None
+
+
+# No jsonPath: the cells are computed, so generated CRDs keep exactly Kueue's columns. Kueue's
+# own columns come first (``kubehpc.api.kinds.kueue._columns``), these after them.
+EXPLAIN_COLUMNS: tuple[PrinterColumn, ...] = (
+    PrinterColumn("State", "string", value=workload_state, description="Where the workload stands"),
+    PrinterColumn(
+        "Position",
+        "integer",
+        value=workload_position,
+        description="Place among the pending workloads of its ClusterQueue (0 = next)",
+    ),
+    PrinterColumn("Reason", "string", value=workload_reason, description="Why it waits or stopped"),
+    PrinterColumn("Message", "string", value=workload_message, priority=1, description="The reason in words"),
+)

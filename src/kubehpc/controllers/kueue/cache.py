@@ -1,0 +1,219 @@
+"""What the admission loop knows of the cluster: the latest seen version of every object it
+watches, plus the admissions it assumed but has not seen written back yet.
+
+Owned by one thread (the loop's); informer threads only queue events. Two rules keep it right:
+
+* **Never go back in time.** A watch may deliver a version older than one the loop wrote itself
+  (the write's reply is put in at once); an object older than the cached one is ignored, or a
+  workload just admitted would look pending again and be admitted twice.
+* **Only relevant changes start a cycle.** Each kind has a fingerprint of what admission reads
+  (a Workload's spec and reservation, a queue's spec, a node's capacity ...). The loop's own
+  status writes (messages, positions, queue counters) leave it unchanged, so they start no
+  cycle: no hot loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+
+from kubehpc.sched.admission.build import node_table
+from kubehpc.sched.nodetable import NodeTable
+
+Obj = dict[str, Any]
+
+WORKLOAD = "Workload"
+CLUSTER_QUEUE = "ClusterQueue"
+LOCAL_QUEUE = "LocalQueue"
+COHORT = "Cohort"
+RESOURCE_FLAVOR = "ResourceFlavor"
+WORKLOAD_PRIORITY_CLASS = "WorkloadPriorityClass"
+NAMESPACE = "Namespace"
+NODE = "Node"
+POD = "Pod"
+KINDS = (
+    CLUSTER_QUEUE,
+    LOCAL_QUEUE,
+    COHORT,
+    RESOURCE_FLAVOR,
+    WORKLOAD_PRIORITY_CLASS,
+    WORKLOAD,
+    NAMESPACE,
+    NODE,
+    POD,
+)
+_TERMINAL = ("Succeeded", "Failed")
+
+
+def object_key(obj: Obj) -> str:
+    meta = obj.get("metadata") or {}
+    namespace = meta.get("namespace")
+    return f"{namespace}/{meta.get('name')}" if namespace else str(meta.get("name"))
+
+
+def _rv(obj: Obj) -> int | None:
+    try:
+        return int((obj.get("metadata") or {}).get("resourceVersion") or "")
+    except ValueError:
+        return None  # an opaque resourceVersion (some API servers): cannot order, accept it
+
+
+def _is_true(obj: Obj, ctype: str) -> bool:
+    for c in (obj.get("status") or {}).get("conditions") or ():
+        if c.get("type") == ctype:
+            return bool(c.get("status") == "True")
+    return False
+
+
+def fingerprint(kind: str, obj: Obj) -> bytes:
+    """What admission reads of an object; a change of it is a reason to run a cycle."""
+    meta = obj.get("metadata") or {}
+    if kind == WORKLOAD:
+        status = obj.get("status") or {}
+        what: Any = (
+            obj.get("spec"),
+            _is_true(obj, "QuotaReserved"),
+            _is_true(obj, "Evicted"),
+            _is_true(obj, "Finished"),
+            status.get("admission"),
+        )
+    elif kind == NAMESPACE:
+        what = meta.get("labels")
+    elif kind == WORKLOAD_PRIORITY_CLASS:
+        what = obj.get("value")
+    elif kind == NODE:
+        spec, status = obj.get("spec") or {}, obj.get("status") or {}
+        what = (
+            meta.get("labels"),
+            spec.get("taints"),
+            spec.get("unschedulable"),
+            status.get("allocatable") or status.get("capacity"),
+        )
+    elif kind == POD:
+        spec = obj.get("spec") or {}
+        running = bool(spec.get("nodeName")) and (obj.get("status") or {}).get("phase") not in _TERMINAL
+        what = (spec.get("nodeName"), running, [c.get("resources") for c in spec.get("containers") or ()])
+    else:  # queues, cohorts, flavors: their spec
+        what = (obj.get("spec"), bool(meta.get("deletionTimestamp")))
+    return orjson.dumps(what, option=orjson.OPT_SORT_KEYS)
+
+
+def _holds_node_room(pod: Obj) -> bool:
+    return (
+        bool((pod.get("spec") or {}).get("nodeName"))
+        and (pod.get("status") or {}).get("phase") not in _TERMINAL
+    )
+
+
+class AdmissionCache:
+    def __init__(self) -> None:
+        self.objects: dict[str, dict[str, Obj]] = {kind: {} for kind in KINDS}
+        self._prints: dict[str, dict[str, bytes]] = {kind: {} for kind in KINDS}
+        self._assumed: dict[str, Obj | None] = {}  # workload key -> the version before assuming
+        self.dirty = True
+        self._nodes_dirty = True
+        self._table: NodeTable | None = None
+
+    # --- events ------------------------------------------------------------------------------
+
+    def put(self, kind: str, obj: Obj) -> None:
+        if kind == POD and not _holds_node_room(obj):
+            # Only pods on a node take room there; the rest need not be kept at all.
+            self.delete(kind, obj)
+            return
+        key = object_key(obj)
+        current = self.objects[kind].get(key)
+        if current is not None and self._older(obj, current):
+            return
+        self.objects[kind][key] = obj
+        if kind == WORKLOAD:
+            self._assumed.pop(key, None)  # a newer version than the one assumed upon
+        self._touch(kind, key, fingerprint(kind, obj))
+
+    def delete(self, kind: str, obj: Obj) -> None:
+        key = object_key(obj)
+        if self.objects[kind].pop(key, None) is not None:
+            self._touch(kind, key, None)
+        if kind == WORKLOAD:
+            self._assumed.pop(key, None)
+
+    def replace(self, kind: str, objs: Iterable[Obj]) -> None:
+        """A full list: what is not in it is gone (assumed workloads included)."""
+        listed = list(objs)
+        keys = {object_key(o) for o in listed}
+        for gone in [k for k in self.objects[kind] if k not in keys]:
+            self.delete(kind, self.objects[kind][gone])
+        for obj in listed:
+            self.put(kind, obj)
+
+    @staticmethod
+    def _older(new: Obj, current: Obj) -> bool:
+        if (new.get("metadata") or {}).get("uid") != (current.get("metadata") or {}).get("uid"):
+            return False  # deleted and created again under the same name
+        new_rv, cur_rv = _rv(new), _rv(current)
+        # Equal counts as older: the version an assumption was made on must not undo it.
+        return new_rv is not None and cur_rv is not None and new_rv <= cur_rv
+
+    def _touch(self, kind: str, key: str, print_: bytes | None) -> None:
+        prints = self._prints[kind]
+        if prints.get(key) == print_:
+            return
+        if print_ is None:
+            prints.pop(key, None)
+        else:
+            prints[key] = print_
+        self.dirty = True
+        if kind in (NODE, POD):
+            self._nodes_dirty = True
+
+    # --- assume / forget ----------------------------------------------------------------------
+
+    def assume(self, key: str, obj: Obj) -> None:
+        """Count ``obj`` (a workload with a reservation not yet written) from now on."""
+        if key not in self._assumed:
+            self._assumed[key] = self.objects[WORKLOAD].get(key)
+        self.objects[WORKLOAD][key] = obj
+        self._prints[WORKLOAD][key] = fingerprint(WORKLOAD, obj)
+
+    def confirm(self, obj: Obj) -> None:
+        """The write went through: keep the stored version it returned."""
+        key = object_key(obj)
+        self._assumed.pop(key, None)
+        self.objects[WORKLOAD][key] = obj
+        self._prints[WORKLOAD][key] = fingerprint(WORKLOAD, obj)
+
+    def forget(self, key: str) -> None:
+        """The write failed: back to what was seen before. (The loop schedules the retry, with
+        a back-off: a write the API keeps refusing must not become a hot loop.)"""
+        if key not in self._assumed:
+            return
+        before = self._assumed.pop(key)
+        if before is None:
+            self.objects[WORKLOAD].pop(key, None)
+            self._prints[WORKLOAD].pop(key, None)
+        else:
+            self.objects[WORKLOAD][key] = before
+            self._prints[WORKLOAD][key] = fingerprint(WORKLOAD, before)
+
+    def keep(self, kind: str, obj: Obj) -> None:
+        """Put in a version the loop wrote itself (queue status, a pending message)."""
+        self.objects[kind][object_key(obj)] = obj
+
+    @property
+    def assumed(self) -> set[str]:
+        return set(self._assumed)
+
+    # --- reading ------------------------------------------------------------------------------
+
+    def values(self, kind: str) -> list[Obj]:
+        return list(self.objects[kind].values())
+
+    def node_table(self) -> NodeTable | None:
+        """The nodes with what their pods use, rebuilt only after nodes or pods changed."""
+        if self._nodes_dirty:
+            nodes = self.values(NODE)
+            self._table = node_table(nodes, self.values(POD)) if nodes else None
+            self._nodes_dirty = False
+        return self._table

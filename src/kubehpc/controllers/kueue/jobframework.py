@@ -1,0 +1,184 @@
+"""The job framework: what a job kind must offer to be queued, admitted and stopped by Kueue.
+
+As Kueue's ``GenericJob``: each kind (batch/v1 Job here; MPIJob, RayJob later) wraps its
+object in a small adapter with these methods, and one generic reconciler
+(:mod:`kubehpc.controllers.kueue.reconciler`) does the rest: it makes the Workload, starts the
+job when the Workload is admitted and stops it when the Workload is evicted. Adapters mutate
+their object in place and never write; the reconciler writes.
+
+Optional capabilities are separate protocols, detected with ``isinstance`` (Kueue's
+``JobWithPriorityClass``, ``JobWithCustomStop``).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from kubehpc.controllers.kueue import constants as k
+from kubehpc.store.client import Client
+
+Obj = dict[str, Any]
+
+
+@dataclass
+class PodSetInfo:
+    """What admission adds to one pod set's template, or what restoring puts back (Kueue's
+    ``podset.PodSetInfo``)."""
+
+    name: str
+    count: int
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    node_selector: dict[str, str] = field(default_factory=dict)
+    tolerations: list[Obj] = field(default_factory=list)
+
+    @classmethod
+    def original(cls, pod_set: Mapping[str, Any]) -> PodSetInfo:
+        """The template as the job was queued (a Workload's spec.podSets entry)."""
+        template = pod_set.get("template") or {}
+        meta = template.get("metadata") or {}
+        spec = template.get("spec") or {}
+        return cls(
+            name=str(pod_set.get("name") or k.DEFAULT_POD_SET),
+            count=int(pod_set.get("count", 1)),
+            labels=dict(meta.get("labels") or {}),
+            annotations=dict(meta.get("annotations") or {}),
+            node_selector=dict(spec.get("nodeSelector") or {}),
+            tolerations=copy.deepcopy(list(spec.get("tolerations") or [])),
+        )
+
+
+class PodSetConflict(ValueError):
+    """An admitted flavor's node labels contradict the pod template's own nodeSelector."""
+
+
+def merge_into_template(template: Obj, info: PodSetInfo) -> None:
+    """Add ``info``'s labels, annotations, nodeSelector and tolerations to a pod template
+    (Kueue's ``podset.Merge``): a key already set to another value is a conflict."""
+    meta = template.setdefault("metadata", {})
+    spec = template.setdefault("spec", {})
+    for where, what, extra in (
+        (meta, "labels", info.labels),
+        (meta, "annotations", info.annotations),
+        (spec, "nodeSelector", info.node_selector),
+    ):
+        current: dict[str, str] = dict(where.get(what) or {})
+        for key, value in extra.items():
+            if key in current and current[key] != value:
+                raise PodSetConflict(
+                    f"conflict for {what}: {key}={current[key]} in the template, {key}={value} admitted"
+                )
+            current[key] = value
+        if current:
+            where[what] = current
+    tolerations = list(spec.get("tolerations") or [])
+    for toleration in info.tolerations:
+        if toleration not in tolerations:
+            tolerations.append(copy.deepcopy(toleration))
+    if tolerations:
+        spec["tolerations"] = tolerations
+
+
+def restore_template(template: Obj, info: PodSetInfo) -> bool:
+    """Put back the queued template's labels, annotations, nodeSelector and tolerations
+    (Kueue's ``podset.RestorePodSpec``); returns whether anything changed."""
+    meta = template.setdefault("metadata", {})
+    spec = template.setdefault("spec", {})
+    changed = False
+    for where, what, original in (
+        (meta, "labels", info.labels),
+        (meta, "annotations", info.annotations),
+        (spec, "nodeSelector", info.node_selector),
+    ):
+        if dict(where.get(what) or {}) != original:
+            changed = True
+            if original:
+                where[what] = dict(original)
+            else:
+                where.pop(what, None)
+    if list(spec.get("tolerations") or []) != info.tolerations:
+        changed = True
+        if info.tolerations:
+            spec["tolerations"] = copy.deepcopy(info.tolerations)
+        else:
+            spec.pop("tolerations", None)
+    if not meta:
+        template.pop("metadata", None)
+    return changed
+
+
+@runtime_checkable
+class GenericJob(Protocol):
+    """One job object of some kind, seen by the generic reconciler."""
+
+    @property
+    def object(self) -> Obj:
+        """The wrapped object (mutated in place by suspend / run / restore)."""
+        ...
+
+    def is_suspended(self) -> bool: ...
+
+    def suspend(self) -> None: ...
+
+    def run_with_pod_set_info(self, infos: Sequence[PodSetInfo]) -> None:
+        """Unsuspend, with each pod set's admitted flavors (nodeSelector, tolerations) and, for
+        partial admission, its admitted count."""
+        ...
+
+    def restore_pod_set_info(self, infos: Sequence[PodSetInfo]) -> bool:
+        """Undo ``run_with_pod_set_info``'s template and count changes; whether any changed."""
+        ...
+
+    def finished(self) -> tuple[str, bool, bool]:
+        """(message, succeeded, finished)."""
+        ...
+
+    def pod_sets(self) -> list[Obj]:
+        """The Workload's ``spec.podSets`` for this job as it is now."""
+        ...
+
+    def is_active(self) -> bool:
+        """Whether any of its pods may still be running (a stopped job waits for this to be
+        False before its quota is released)."""
+        ...
+
+
+@runtime_checkable
+class JobWithPriorityClass(Protocol):
+    def priority_class(self) -> str:
+        """The pods' PriorityClass name ("" for none)."""
+        ...
+
+
+@runtime_checkable
+class JobWithCustomStop(Protocol):
+    def stop(self, client: Client, infos: Sequence[PodSetInfo]) -> bool:
+        """Suspend and restore through ``client`` in the kind's own safe order; returns
+        whether the job was running before."""
+        ...
+
+
+@dataclass(frozen=True)
+class Integration:
+    """A job kind Kueue manages (Kueue's ``IntegrationCallbacks``)."""
+
+    api_version: str
+    kind: str
+    new_job: Callable[[Obj], GenericJob]
+
+    def owns(self, ref: Mapping[str, Any]) -> bool:
+        return ref.get("kind") == self.kind and ref.get("apiVersion") == self.api_version
+
+
+def queue_name(obj: Mapping[str, Any]) -> str:
+    """The LocalQueue a job is submitted to ("" when Kueue does not manage it)."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return str(labels.get(k.QUEUE_NAME_LABEL) or "")
+
+
+def workload_priority_class(obj: Mapping[str, Any]) -> str:
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return str(labels.get(k.PRIORITY_CLASS_LABEL) or "")

@@ -1,0 +1,151 @@
+"""ClusterQueue and LocalQueue status as Kueue writes it, from one admission decision.
+
+Counts (pendingWorkloads, reservingWorkloads, admittedWorkloads), quota per flavor and
+resource (flavorsReservation, flavorsUsage; ``borrowed`` on ClusterQueues) in the order the
+ClusterQueue lists them, and the Active condition with Kueue's reasons.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import Counter, defaultdict
+from datetime import datetime
+from fractions import Fraction
+from typing import Any
+
+from kubehpc.api.quantity import BINARY_SI, DECIMAL_SI, Quantity, canonical, resource_units
+from kubehpc.controllers.kueue import constants as k
+from kubehpc.controllers.kueue.conditions import is_true, set_condition
+from kubehpc.sched.admission.decisions import ClusterQueueState
+
+Obj = dict[str, Any]
+_BINARY = ("memory", "ephemeral-storage", "storage")
+
+
+def quantity_text(resource: str, units: int) -> str:
+    """Units of ``resource_units`` (millicores for cpu) back to a canonical quantity."""
+    if resource == "cpu":
+        return canonical(Quantity(Fraction(units, 1000), DECIMAL_SI))
+    binary = resource in _BINARY or resource.startswith("hugepages-")
+    return canonical(Quantity(Fraction(units), BINARY_SI if binary else DECIMAL_SI))
+
+
+def base_units(resource: str, units: int) -> float:
+    """For metrics: cores for cpu, the unit itself otherwise."""
+    return units / 1000 if resource == "cpu" else float(units)
+
+
+def quota_cells(cq: Obj) -> list[tuple[str, str, Any]]:
+    """(flavor, resource, nominalQuota) in the order the ClusterQueue lists them."""
+    cells = []
+    for group in (cq.get("spec") or {}).get("resourceGroups") or ():
+        for flavor in group.get("flavors") or ():
+            for res in flavor.get("resources") or ():
+                cells.append((str(flavor["name"]), str(res["name"]), res.get("nominalQuota", 0)))
+    return cells
+
+
+def _flavor_list(
+    cells: list[tuple[str, str, Any]],
+    totals: dict[tuple[str, str], int],
+    borrowed: dict[tuple[str, str], int] | None,
+) -> list[Obj]:
+    by_flavor: dict[str, list[Obj]] = {}
+    for flavor, resource, _ in cells:
+        entry: Obj = {"name": resource, "total": quantity_text(resource, totals.get((flavor, resource), 0))}
+        if borrowed is not None:
+            entry["borrowed"] = quantity_text(resource, borrowed.get((flavor, resource), 0))
+        by_flavor.setdefault(flavor, []).append(entry)
+    return [{"name": flavor, "resources": resources} for flavor, resources in by_flavor.items()]
+
+
+def cluster_queue_status(cq: Obj, state: ClusterQueueState, admitted: int, now: datetime) -> Obj:
+    """The status to write; ``admitted`` counts workloads with Admitted=True."""
+    cells = quota_cells(cq)
+    usage = {(f, r): a for f, r, a in state.usage}
+    borrowed = {(f, r): a for f, r, a in state.borrowed}
+    status = copy.deepcopy(cq.get("status") or {})
+    status.update(
+        {
+            "pendingWorkloads": state.pending,
+            "reservingWorkloads": state.admitted,
+            "admittedWorkloads": admitted,
+            "flavorsReservation": _flavor_list(cells, usage, borrowed),
+            "flavorsUsage": _flavor_list(cells, usage, borrowed),
+        }
+    )
+    if state.active:
+        set_condition(status, k.ACTIVE, "True", k.REASON_READY, k.CQ_READY_MESSAGE, now, _gen(cq))
+    else:
+        set_condition(status, k.ACTIVE, "False", state.reason, state.message, now, _gen(cq))
+    return status
+
+
+def _gen(obj: Obj) -> int | None:
+    value = (obj.get("metadata") or {}).get("generation")
+    return int(value) if isinstance(value, int) else None
+
+
+class LocalQueueTally:
+    """Per LocalQueue ("namespace/name"): pending, reserving and admitted workloads and the
+    quota they hold per (flavor, resource)."""
+
+    def __init__(self) -> None:
+        self.pending: Counter[str] = Counter()
+        self.reserving: Counter[str] = Counter()
+        self.admitted: Counter[str] = Counter()
+        self.reserved: dict[str, dict[tuple[str, str], int]] = defaultdict(dict)
+        self.used: dict[str, dict[tuple[str, str], int]] = defaultdict(dict)
+
+    def add_holder(self, workload: Obj) -> None:
+        """A workload holding quota (QuotaReserved=True)."""
+        key = _queue_key(workload)
+        admitted = is_true(workload, k.ADMITTED)
+        self.reserving[key] += 1
+        if admitted:
+            self.admitted[key] += 1
+        admission = (workload.get("status") or {}).get("admission") or {}
+        for psa in admission.get("podSetAssignments") or ():
+            flavors = psa.get("flavors") or {}
+            for resource, amount in (psa.get("resourceUsage") or {}).items():
+                flavor = flavors.get(resource)
+                if flavor is None:
+                    continue
+                units = resource_units(str(resource), amount)
+                for into in (self.reserved[key],) + ((self.used[key],) if admitted else ()):
+                    cell = (str(flavor), str(resource))
+                    into[cell] = into.get(cell, 0) + units
+
+
+def _queue_key(workload: Obj) -> str:
+    meta = workload.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{(workload.get('spec') or {}).get('queueName') or ''}"
+
+
+def local_queue_status(
+    lq: Obj, cq: Obj | None, cq_active: bool, tally: LocalQueueTally, now: datetime
+) -> Obj:
+    meta = lq.get("metadata") or {}
+    key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+    cells = quota_cells(cq) if cq is not None else []
+    status = copy.deepcopy(lq.get("status") or {})
+    status.update(
+        {
+            "pendingWorkloads": tally.pending[key],
+            "reservingWorkloads": tally.reserving[key],
+            "admittedWorkloads": tally.admitted[key],
+            "flavorsReservation": _flavor_list(cells, tally.reserved.get(key, {}), None),
+            "flavorsUsage": _flavor_list(cells, tally.used.get(key, {}), None),
+        }
+    )
+    gen = _gen(lq)
+    stop = str((lq.get("spec") or {}).get("stopPolicy") or "None")
+    if stop != "None":
+        set_condition(status, k.ACTIVE, "False", k.LQ_STOPPED_REASON, k.LQ_STOPPED_MESSAGE, now, gen)
+    elif cq is None:
+        set_condition(status, k.ACTIVE, "False", k.LQ_CQ_MISSING_REASON, k.LQ_CQ_UNUSABLE_MESSAGE, now, gen)
+    elif not cq_active:
+        set_condition(status, k.ACTIVE, "False", k.LQ_CQ_INACTIVE_REASON, k.LQ_CQ_UNUSABLE_MESSAGE, now, gen)
+    else:
+        set_condition(status, k.ACTIVE, "True", k.REASON_READY, k.LQ_READY_MESSAGE, now, gen)
+    return status

@@ -1,0 +1,198 @@
+"""Workload objects: how one is made for a job, and the status transitions Kueue writes.
+
+Pure functions on plain dicts (Kueue's ``pkg/workload``): the reconciler and the admission
+loop decide *when*; these say *what* the object looks like afterwards, with Kueue's reasons
+and messages.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+from typing import Any
+
+from kubehpc.api.kinds.kueue.workload import workload_state
+from kubehpc.controllers.job.spec import parse_time
+from kubehpc.controllers.kueue import constants as k
+from kubehpc.controllers.kueue.conditions import find, is_true, set_condition
+from kubehpc.controllers.kueue.jobframework import Integration
+
+Obj = dict[str, Any]
+_HASH_LENGTH = 5
+_MAX_PREFIX = 252 - _HASH_LENGTH  # 253 for the name, less "-" and the hash
+
+
+def group_of(api_version: str) -> str:
+    return api_version.split("/", 1)[0] if "/" in api_version else ""
+
+
+def workload_name(owner_name: str, owner_uid: str, api_version: str, kind: str) -> str:
+    """``<kind>-<name>-<hash>``, exactly as Kueue names the Workload of a job."""
+    prefix = f"{kind.lower()}-{owner_name}"[:_MAX_PREFIX]
+    digest = hashlib.sha1(usedforsecurity=False)
+    for part in (kind, group_of(api_version), owner_name, owner_uid):
+        digest.update(part.encode())
+        digest.update(b"\n")
+    return f"{prefix}-{digest.hexdigest()[:_HASH_LENGTH]}"
+
+
+def new_workload(
+    integration: Integration,
+    job: Obj,
+    queue: str,
+    pod_sets: list[Obj],
+    priority: int,
+    priority_class_ref: Obj | None,
+) -> Obj:
+    meta = job["metadata"]
+    name = workload_name(meta["name"], meta["uid"], integration.api_version, integration.kind)
+    spec: Obj = {"queueName": queue, "podSets": pod_sets, "priority": priority}
+    if priority_class_ref is not None:
+        spec["priorityClassRef"] = priority_class_ref
+    return {
+        "apiVersion": k.KUEUE_API_VERSION,
+        "kind": k.WORKLOAD,
+        "metadata": {
+            "name": name,
+            "namespace": meta.get("namespace") or "default",
+            "labels": {k.JOB_UID_LABEL: meta["uid"]},
+            "ownerReferences": [
+                {
+                    "apiVersion": integration.api_version,
+                    "kind": integration.kind,
+                    "name": meta["name"],
+                    "uid": meta["uid"],
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": spec,
+    }
+
+
+# --- reading --------------------------------------------------------------------------------------
+
+
+def key_of(obj: Obj) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+
+
+def has_quota_reservation(wl: Obj) -> bool:
+    return is_true(wl, k.QUOTA_RESERVED)
+
+
+def is_admitted(wl: Obj) -> bool:
+    return is_true(wl, k.ADMITTED)
+
+
+def is_finished(wl: Obj) -> bool:
+    return is_true(wl, k.FINISHED)
+
+
+def is_evicted(wl: Obj) -> bool:
+    return is_true(wl, k.EVICTED)
+
+
+def cluster_queue_of(wl: Obj) -> str:
+    return str(((wl.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
+
+
+def state(wl: Obj) -> str:
+    return workload_state(wl)
+
+
+def queued_since(wl: Obj) -> datetime | None:
+    """When the workload (re)entered its queue: the Requeued condition's time, else creation."""
+    requeued = find(wl, k.REQUEUED)
+    if requeued is not None and requeued.get("lastTransitionTime"):
+        return parse_time(requeued["lastTransitionTime"])
+    return parse_time((wl.get("metadata") or {}).get("creationTimestamp"))
+
+
+# --- transitions (on a status dict, in place; each returns whether it changed anything) ----------
+
+
+def _generation(wl: Obj) -> int | None:
+    value = (wl.get("metadata") or {}).get("generation")
+    return int(value) if isinstance(value, int) else None
+
+
+def sync_admitted(wl: Obj, now: datetime) -> bool:
+    """Admitted follows QuotaReserved (no admission checks in kubehpc yet)."""
+    status = wl.setdefault("status", {})
+    reserved = has_quota_reservation(wl)
+    if is_admitted(wl) == reserved:
+        return False
+    if reserved:
+        return set_condition(
+            status, k.ADMITTED, "True", k.REASON_ADMITTED, k.MESSAGE_ADMITTED, now, _generation(wl)
+        )
+    if find(wl, k.ADMITTED) is None:
+        return False
+    return set_condition(
+        status, k.ADMITTED, "False", k.REASON_NO_RESERVATION, k.MESSAGE_NO_RESERVATION, now, _generation(wl)
+    )
+
+
+def set_quota_reservation(wl: Obj, admission: Obj, now: datetime) -> None:
+    """Kueue's ``SetQuotaReservation`` + ``SyncAdmittedCondition``."""
+    status = wl.setdefault("status", {})
+    status["admission"] = admission
+    generation = _generation(wl)
+    message = f"Quota reserved in ClusterQueue {admission['clusterQueue']}"
+    set_condition(status, k.QUOTA_RESERVED, "True", k.REASON_QUOTA_RESERVED, message, now, generation)
+    for ctype in (k.EVICTED, k.PREEMPTED):
+        previous = find(wl, ctype)
+        if previous is not None and previous.get("status") == "True":
+            set_condition(
+                status,
+                ctype,
+                "False",
+                k.REASON_QUOTA_RESERVED,
+                "Previously: " + str(previous.get("message", "")),
+                now,
+                generation,
+            )
+    sync_admitted(wl, now)
+
+
+def unset_quota_reservation(wl: Obj, reason: str, message: str, now: datetime) -> bool:
+    """Kueue's ``UnsetQuotaReservationWithCondition``."""
+    status = wl.setdefault("status", {})
+    changed = set_condition(status, k.QUOTA_RESERVED, "False", reason, message, now, _generation(wl))
+    if status.get("admission") is not None:
+        status.pop("admission")
+        changed = True
+    return sync_admitted(wl, now) or changed
+
+
+def set_evicted(wl: Obj, reason: str, message: str, now: datetime) -> bool:
+    return set_condition(
+        wl.setdefault("status", {}), k.EVICTED, "True", reason, message, now, _generation(wl)
+    )
+
+
+def set_preempted(wl: Obj, reason: str, message: str, now: datetime) -> bool:
+    status = wl.setdefault("status", {})
+    return set_condition(status, k.PREEMPTED, "True", reason, message, now, _generation(wl))
+
+
+def set_requeued(wl: Obj, reason: str, message: str, requeued: bool, now: datetime) -> bool:
+    status = wl.setdefault("status", {})
+    value = "True" if requeued else "False"
+    return set_condition(status, k.REQUEUED, value, reason, message, now, _generation(wl))
+
+
+def set_finished(wl: Obj, succeeded: bool, message: str, now: datetime) -> bool:
+    reason = k.REASON_SUCCEEDED if succeeded else k.REASON_FAILED
+    status = wl.setdefault("status", {})
+    return set_condition(status, k.FINISHED, "True", reason, message, now, _generation(wl))
+
+
+def preemption_message(preemptor_uid: str, preemptor_job_uid: str, reason: str) -> str:
+    """The Evicted / Preempted message Kueue writes on a victim."""
+    uids = f"UID: {preemptor_uid or 'UNKNOWN'}, JobUID: {preemptor_job_uid or 'UNKNOWN'}"
+    human = k.HUMAN_PREEMPTION_REASONS.get(reason, "UNKNOWN")
+    return f"Preempted to accommodate a workload ({uids}) due to {human}"

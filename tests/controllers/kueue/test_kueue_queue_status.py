@@ -1,0 +1,77 @@
+"""ClusterQueue and LocalQueue status: counts, quota per flavor and resource, Active."""
+
+from __future__ import annotations
+
+from kueuekit import KueueCluster, cluster_queue, flavor, local_queue, queued_job
+
+
+def test_cluster_queue_status_counts_workloads_and_the_quota_they_hold() -> None:
+    k = KueueCluster()
+    k.create(
+        flavor("default-flavor"),
+        cluster_queue("cq", {"default-flavor": {"cpu": 3, "memory": "4Gi"}}),
+        local_queue("user-queue", "cq"),
+    )
+    k.submit(queued_job("a", parallelism=2), queued_job("b", parallelism=1), queued_job("c", parallelism=2))
+    status = k.cluster_queue("cq")["status"]
+    assert (status["pendingWorkloads"], status["reservingWorkloads"], status["admittedWorkloads"]) == (
+        1,
+        2,
+        2,
+    )
+    expected = [
+        {
+            "name": "default-flavor",
+            "resources": [
+                {"name": "cpu", "total": "3", "borrowed": "0"},
+                {"name": "memory", "total": "0", "borrowed": "0"},
+            ],
+        }
+    ]
+    assert status["flavorsReservation"] == expected
+    assert status["flavorsUsage"] == expected
+    active = k.condition(k.cluster_queue("cq"), "Active")
+    assert active is not None
+    assert (active["status"], active["reason"], active["message"]) == (
+        "True",
+        "Ready",
+        "Can admit new workloads",
+    )
+
+
+def test_local_queue_status_counts_its_own_workloads_only() -> None:
+    k = KueueCluster()
+    k.create(
+        flavor("default-flavor"),
+        cluster_queue("cq", {"default-flavor": {"cpu": 2}}),
+        local_queue("team-a", "cq"),
+        local_queue("team-b", "cq"),
+    )
+    k.submit(
+        queued_job("a1", "team-a"), queued_job("a2", "team-a"), queued_job("b1", "team-b", parallelism=2)
+    )
+    a, b = k.local_queue("team-a")["status"], k.local_queue("team-b")["status"]
+    assert (a["pendingWorkloads"], a["reservingWorkloads"], a["admittedWorkloads"]) == (0, 2, 2)
+    assert (b["pendingWorkloads"], b["reservingWorkloads"], b["admittedWorkloads"]) == (1, 0, 0)
+    assert a["flavorsReservation"] == [
+        {"name": "default-flavor", "resources": [{"name": "cpu", "total": "2"}]}
+    ]
+    assert b["flavorsUsage"] == [{"name": "default-flavor", "resources": [{"name": "cpu", "total": "0"}]}]
+    active = k.condition(k.local_queue("team-a"), "Active")
+    assert active is not None
+    assert (active["status"], active["reason"]) == ("True", "Ready")
+
+
+def test_finished_workloads_leave_the_counts() -> None:
+    k = KueueCluster()
+    k.create(flavor("f"), cluster_queue("cq", {"f": {"cpu": 2}}), local_queue("user-queue", "cq"))
+    k.create(queued_job("a"))
+    k.settle()
+    k.finish_pods("a")
+    k.settle()
+    status = k.cluster_queue("cq")["status"]
+    assert (status["pendingWorkloads"], status["reservingWorkloads"], status["admittedWorkloads"]) == (
+        0,
+        0,
+        0,
+    )
