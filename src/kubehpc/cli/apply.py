@@ -16,6 +16,7 @@ from typing import Any
 
 from kubehpc.api.errors import ApiError, Invalid, NotFound
 from kubehpc.api.loader import Document, ManifestError, load_documents
+from kubehpc.api.shorthands import expand_shorthands
 from kubehpc.cli import printers
 from kubehpc.cli.session import CliError, Session
 from kubehpc.kube.rest import ResourceInfo, RestClient
@@ -163,6 +164,8 @@ def run(session: Session, args: argparse.Namespace) -> int:
     docs = list(documents)
     if not docs:
         raise CliError("no objects passed to apply")
+    for warning in expand_shorthands(docs):
+        print(f"Warning: {warning}", file=session.stderr)
     client = session.client(start_if_needed=True)
     applier = _Applier(session, args, client)
     failed = 0
