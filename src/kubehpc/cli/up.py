@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import shutil
 import signal
 from collections.abc import Callable
@@ -72,6 +73,16 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
     raise SystemExit(0)
 
 
+def tune_gc() -> None:
+    """The store keeps every object decoded, so the heap holds ~100 long-lived objects per stored pod,
+    and controllers allocate fast (each list decodes copies): with CPython's default thresholds
+    (700, 10, 10) full collections over that heap took 40% of the control plane's CPU on a
+    1,000-pod Job. Freeze what start-up made (registry, schemas) and collect less often."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 100)
+
+
 def run_control_plane(home: Home, host: str, port: int, on_ready: Callable[[int], None]) -> None:
     """Run the control plane of ``home`` (store and controllers) and serve its API until
     SIGTERM/SIGINT."""
@@ -88,6 +99,7 @@ def run_control_plane(home: Home, host: str, port: int, on_ready: Callable[[int]
     # unwinds through the cleanup below instead.
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     control_plane = ControlPlane(home).start()
+    tune_gc()
     try:
         serve(
             control_plane.store,

@@ -12,6 +12,7 @@ process.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -23,7 +24,7 @@ from kubehpc.api.cluster_config import ClusterConfig, load_cluster_config, resol
 from kubehpc.api.kinds import default_registry
 from kubehpc.api.registry import Registry
 from kubehpc.controllers.gc import GarbageCollector, kinds_of
-from kubehpc.controllers.job import JobController
+from kubehpc.controllers.job import Clock, JobController, RealClock, ScaledClock
 from kubehpc.controllers.kueue.admission import AdmissionLoop, AdmissionOptions
 from kubehpc.controllers.kueue.metrics import KueueMetrics
 from kubehpc.controllers.kueue.reconciler import JobReconciler
@@ -48,6 +49,21 @@ def cluster_config_of(home: Home) -> ClusterConfig:
     if home.cluster_path.exists():
         return load_cluster_config(home.cluster_path)
     return this_machine_config()
+
+
+JOB_CLOCK_SPEED_ENV = "KUBEHPC_JOB_CLOCK_SPEED"
+
+
+def job_clock() -> Clock:
+    """The Job controller's clock: real time, unless ``$KUBEHPC_JOB_CLOCK_SPEED`` (a factor, for
+    end-to-end tests and demos) speeds up its back-off, deadlines and TTLs."""
+    raw = os.environ.get(JOB_CLOCK_SPEED_ENV, "")
+    if not raw:
+        return RealClock()
+    try:
+        return ScaledClock(float(raw))
+    except ValueError:
+        raise ValueError(f"{JOB_CLOCK_SPEED_ENV}: want a positive number, got {raw!r}") from None
 
 
 @dataclass
@@ -83,7 +99,7 @@ class ControlPlane:
         return {
             "garbage-collector": GarbageCollector(self.store, kinds).run,
             "namespace": NamespaceController(self.store, kinds).run,
-            "job": JobController(self.store).run,
+            "job": JobController(self.store, clock=job_clock()).run,
             "kueue-job-reconciler": JobReconciler(self.store).run,
             "kueue-admission": self.admission.run,
             "slurm-holds": self._release_slurm_holds,
