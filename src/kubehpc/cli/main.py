@@ -22,7 +22,10 @@ from kubehpc.cli import (
     events,
     get,
     logs,
+    sim,
+    slurm_import,
     slurm_sbatch,
+    slurm_views,
     up,
     version,
     wait,
@@ -31,7 +34,22 @@ from kubehpc.cli.session import CliError, Session
 from kubehpc.kube.kubeconfig import KubeconfigError
 from kubehpc.kube.rest import ConnectionFailed
 
-COMMANDS = (up, down, apply, get, describe, delete, logs, events, wait, version, slurm_sbatch)
+COMMANDS = (
+    up,
+    down,
+    apply,
+    get,
+    describe,
+    delete,
+    logs,
+    events,
+    wait,
+    version,
+    slurm_sbatch,
+    slurm_views,
+    slurm_import,
+    sim,
+)
 
 
 def _add_common(parser: argparse.ArgumentParser, suppress: bool) -> None:

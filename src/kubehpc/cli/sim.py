@@ -1,0 +1,149 @@
+"""``kubehpc sim``: replay a trace through the scheduling core on a virtual clock.
+
+    kubehpc sim --trace KTH-SP2-1996-2.1-cln.swf.gz --policy fcfs --json
+    kubehpc sim --trace KTH-SP2-1996-2.1-cln.swf.gz --policy fcfs --policy easy \\
+        --policy conservative --report out/kth
+
+No control plane is needed. The pool is ``--procs N``, the totals of ``--cluster FILE``, or
+the machine size the trace's header declares.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kubehpc.cli.session import CliError, Session
+from kubehpc.sched.backfill import Policy
+from kubehpc.sim.cluster import capacity_from_cluster, capacity_from_header, capacity_from_procs
+from kubehpc.sim.engine import SimOptions, SimResult, simulate
+from kubehpc.sim.estimates import EstimateSource
+from kubehpc.sim.metrics import summary
+from kubehpc.sim.report import write_jobs_csv, write_report
+from kubehpc.sim.traces import Trace, TraceError, read_trace
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "sim",
+        parents=[common],
+        help="replay a workload trace (SWF, Philly GPU CSV, workload YAML) through the scheduler",
+    )
+    p.add_argument("--trace", required=True, help="trace file: .swf, .swf.gz, .csv (Philly GPU) or .yaml")
+    pool = p.add_mutually_exclusive_group()
+    pool.add_argument("--procs", type=int, help="one pool of N processors (GPUs for a GPU trace)")
+    pool.add_argument("--cluster", help="cluster config (as for `kubehpc up`): the pool is its totals")
+    p.add_argument(
+        "--policy",
+        action="append",
+        choices=[str(x) for x in Policy],
+        help="queue policy; repeat to compare several (default: fcfs)",
+    )
+    p.add_argument(
+        "--estimate",
+        choices=[str(x) for x in EstimateSource],
+        default=str(EstimateSource.REQUESTED),
+        help="runtime estimates the policies plan with (default: requested)",
+    )
+    p.add_argument("--kill-at-limit", action="store_true", help="end jobs at their requested time")
+    p.add_argument(
+        "--start-estimates",
+        action="store_true",
+        help="record each job's estimated start at submit and report their accuracy (slower)",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    p.add_argument("--csv", help="write the per-job results to this CSV file (one policy only)")
+    p.add_argument("--report", metavar="DIR", help="write an HTML report, plots, CSVs and summary.json")
+    p.set_defaults(run=run)
+
+
+def _capacity(trace: Trace, args: argparse.Namespace) -> np.ndarray:
+    if args.procs is not None:
+        return capacity_from_procs(trace, args.procs)
+    if args.cluster:
+        return capacity_from_cluster(trace, args.cluster)
+    return capacity_from_header(trace)
+
+
+def _table(s: dict[str, Any]) -> list[str]:
+    def fmt(v: Any) -> str:
+        if v is None:
+            return "-"
+        return f"{v:,.2f}" if isinstance(v, float) else f"{v:,}" if isinstance(v, int) else str(v)
+
+    rows = [
+        ("policy", s["policy"]),
+        ("jobs", s["jobs"]),
+        ("skipped", s["skipped"]),
+        ("avg wait (s)", s["avg_wait_s"]),
+        ("p95 wait (s)", s["wait_s"]["p95"]),
+        ("max wait (s)", s["max_wait_s"]),
+        ("avg bounded slowdown", s["avg_bsld"]),
+        ("utilisation", s["utilization"]),
+        ("backfilled jobs", s["backfilled_jobs"]),
+        ("sim seconds", s["sim_seconds"]),
+    ]
+    lines = [f"{name:<22} {fmt(value)}" for name, value in rows]
+    for reason, count in (s["skipped_by_reason"] or {}).items():
+        lines.append(f"  skipped: {reason}: {count:,}")
+    return lines
+
+
+def run(session: Session, args: argparse.Namespace) -> int:
+    policies = [Policy(p) for p in (args.policy or [str(Policy.FCFS)])]
+    if args.csv and len(policies) > 1:
+        raise CliError("--csv takes one --policy; with several, use --report DIR (one CSV per policy)")
+    try:
+        trace = read_trace(args.trace)
+        capacity = _capacity(trace, args)
+    except TraceError as exc:
+        raise CliError(str(exc)) from None
+    results: list[SimResult] = []
+    for policy in policies:
+        options = SimOptions(
+            policy=policy,
+            estimate=EstimateSource(args.estimate),
+            kill_at_limit=args.kill_at_limit,
+            start_estimates=args.start_estimates,
+        )
+        results.append(simulate(trace, capacity, options))
+    summaries = [summary(r) for r in results]
+    if args.csv:
+        write_jobs_csv(results[0], Path(args.csv))
+    if args.report:
+        command = "kubehpc sim " + " ".join(shlex.quote(a) for a in _argv(args))
+        index = write_report(results, args.report, command)
+        if not args.json:
+            print(f"report: {index}", file=session.stderr)
+    if args.json:
+        payload: dict[str, Any] = summaries[0] if len(summaries) == 1 else {"runs": summaries}
+        print(json.dumps(payload), file=session.stdout)
+    else:
+        for i, s in enumerate(summaries):
+            if i:
+                print(file=session.stdout)
+            print("\n".join(_table(s)), file=session.stdout)
+    return 0
+
+
+def _argv(args: argparse.Namespace) -> list[str]:
+    out = ["--trace", args.trace]
+    if args.procs is not None:
+        out += ["--procs", str(args.procs)]
+    if args.cluster:
+        out += ["--cluster", args.cluster]
+    for p in args.policy or []:
+        out += ["--policy", p]
+    if args.estimate != str(EstimateSource.REQUESTED):
+        out += ["--estimate", args.estimate]
+    if args.kill_at_limit:
+        out.append("--kill-at-limit")
+    if args.start_estimates:
+        out.append("--start-estimates")
+    out += ["--report", args.report]
+    return out
