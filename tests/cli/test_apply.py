@@ -173,3 +173,20 @@ def test_a_bad_item_of_a_list_document_is_named_by_its_index(kubehpc: Kubehpc, t
     assert result.code == 1
     assert result.out == "configmap/good created\n"
     assert result.err.startswith(f"{path} doc 1: items[1].metadata.name: ")
+
+
+def test_apply_of_an_object_without_a_name_names_the_missing_field(kubehpc: Kubehpc, tmp_path: Path) -> None:
+    nameless = CONFIG.format(mode="fast").replace("  name: settings\n", "  generateName: settings-\n")
+    path = manifest(tmp_path, nameless, "cm.yaml")
+    result = kubehpc("apply", "-f", path)
+    assert result.code == 1
+    assert f"{path} doc 1: metadata.name: Required value: name is required" in result.err
+    assert "generateName" in result.err
+
+
+def test_apply_of_an_unknown_kind_lists_what_the_server_serves(kubehpc: Kubehpc, tmp_path: Path) -> None:
+    path = manifest(tmp_path, "apiVersion: v1\nkind: Gizmo\nmetadata: {name: g}\n", "g.yaml")
+    result = kubehpc("apply", "-f", path)
+    assert result.code == 1
+    assert 'no matches for kind "Gizmo" in version "v1"' in result.err
+    assert "batch/v1 Job" in result.err and "v1 Pod" in result.err

@@ -14,7 +14,7 @@ import copy
 import json
 from typing import Any
 
-from kubehpc.api.errors import ApiError, Invalid, NotFound
+from kubehpc.api.errors import ApiError, Cause, Invalid, NotFound, invalid
 from kubehpc.api.loader import Document, ManifestError, load_documents
 from kubehpc.api.shorthands import expand_shorthands
 from kubehpc.cli import printers
@@ -120,6 +120,11 @@ class _Applier:
         info = self.client.resource_for(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
         ns = self.namespace_for(info, obj)
         name = str(obj["metadata"].get("name", ""))
+        if not name:
+            # apply matches objects by name; a generated name would create a new one each time.
+            how = "apply cannot use generateName (use create)" if obj["metadata"].get("generateName") else ""
+            message = "Required value: name is required" + (f"; {how}" if how else "")
+            raise invalid(info.kind, "", [Cause("metadata.name", message, "FieldValueRequired")])
         modified = with_last_applied(obj)
         try:
             current = self.client.get(info.api_version, info.kind, name, ns)

@@ -342,7 +342,12 @@ class RestClient:
             for info in self._group_version(api_version):
                 if info.kind == kind:
                     return info
-        raise NotFound(f'no matches for kind "{kind}" in version "{api_version}"', kind=kind)
+        served = sorted({f"{i.api_version} {i.kind}" for i in self.resources()})
+        raise NotFound(
+            f'no matches for kind "{kind}" in version "{api_version}"; the server serves: '
+            + ", ".join(served),
+            kind=kind,
+        )
 
     def resources(self) -> list[ResourceInfo]:
         """Every resource the server serves, in each group's preferred version."""
