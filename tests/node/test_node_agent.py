@@ -54,21 +54,16 @@ CLUSTER = {
 
 
 class Cluster:
-    def __init__(self, tmp_path: Path):
+    def __init__(self, tmp_path: Path, **agent_options: Any):
         self.store = Store(build_registry(("kubehpc.api.kinds.core",)), None)
         self.config = parse_cluster_config(CLUSTER)
         self.home = Home(tmp_path / "home")
+        self.agent_options = {"heartbeat_s": 0.2, "backoff_base": 0.3, "subreaper": False, **agent_options}
         self.agent = self.new_agent()
 
     def new_agent(self) -> NodeAgent:
         agent = NodeAgent(
-            self.store,
-            self.config,
-            resolve_nodes(self.config),
-            self.home,
-            heartbeat_s=0.2,
-            backoff_base=0.3,
-            subreaper=False,
+            self.store, self.config, resolve_nodes(self.config), self.home, **self.agent_options
         )
         agent.start()
         return agent

@@ -33,14 +33,18 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from kubehpc.api.cluster_config import ClusterConfig, NodeConfig
 from kubehpc.api.devices import POD_DEVICES_ANNOTATION, AllocationError, pod_allocation
 from kubehpc.api.errors import ApiError, NotFound
 from kubehpc.api.quantity import resource_units
+from kubehpc.node.cgroups import DEFAULT_ROOT as DEFAULT_CGROUP_ROOT
+from kubehpc.node.cgroups import MemoryCgroups
 from kubehpc.node.devices import DevicePlugin, allocation_annotation
 from kubehpc.node.env import ContainerConfigError, PodContext, build_env, expand
+from kubehpc.node.events import EventSink
 from kubehpc.node.registration import node_status, register, renew_lease
 from kubehpc.node.runner import (
     CpuPool,
@@ -71,6 +75,10 @@ class _Container:
     delay: float = 0.0  # the delay the pending restart waits
     starting: bool = False  # a starter thread is launching it
     not_before: float = 0.0
+    # It ran and ended and will run again: the next launch is a restart and counts as one
+    # (Kubernetes counts restartCount when the new container starts, not when the old exits).
+    restart_pending: bool = False
+    backoff_reported: bool = False  # the BackOff event of the pending restart is recorded
 
 
 @dataclass
@@ -110,6 +118,7 @@ class NodeAgent:
         host_ip: str = "127.0.0.1",
         subreaper: bool = True,
         clock: Callable[[], float] = time.time,
+        cgroup_root: Path | None = DEFAULT_CGROUP_ROOT,
     ):
         self.client = client
         self.config = config
@@ -122,7 +131,11 @@ class NodeAgent:
         self.clock = clock
         self.plugins = {n.name: DevicePlugin(n, config.metadata.name) for n in nodes}
         cpus = CpuPool()
-        self.runners = {n.name: Runner(home.root / "node" / n.name / "containers", cpus) for n in nodes}
+        # cgroup v2 memory limits where the host delegates them; None: RLIMIT_DATA.
+        self.cgroups = MemoryCgroups.probe(cgroup_root) if cgroup_root is not None else None
+        self.runners = {
+            n.name: Runner(home.root / "node" / n.name / "containers", cpus, self.cgroups) for n in nodes
+        }
         self._subreaper = subreaper
         self._pods: dict[str, _Pod] = {}
         self._queue: queue.Queue[tuple[str, str, Any]] = queue.Queue()
@@ -132,6 +145,7 @@ class NodeAgent:
         self._starter = ThreadPoolExecutor(max_workers=4, thread_name_prefix="agent-start")
         self._watch: Any = None
         self._ready_since: dict[str, str] = {}
+        self.events = EventSink(client, list(self.nodes))
 
     # ------------------------------------------------------------------------------ lifecycle
 
@@ -141,6 +155,7 @@ class NodeAgent:
         for node in self.nodes.values():
             self._register(node)
             self._renew_lease(node.name)
+        self.events.start()
         self._adopt()
         for target, name in (
             (self._dispatch_loop, "agent-dispatch"),
@@ -162,6 +177,7 @@ class NodeAgent:
         for t in self._threads:
             t.join(timeout)
         self._starter.shutdown(wait=True)  # after this no process can appear any more
+        self.events.stop()
         if kill_pods:
             for runner in self.runners.values():
                 for proc in runner.records():
@@ -289,16 +305,23 @@ class NodeAgent:
     def _new_pod(self, obj: dict[str, Any]) -> _Pod:
         meta, spec = obj["metadata"], obj["spec"]
         status = obj.get("status") or {}
-        restarts = {
-            c["name"]: c.get("restartCount", 0)
+        stored = {
+            c["name"]: c
             for c in [*status.get("initContainerStatuses", []), *status.get("containerStatuses", [])]
         }
 
         def make(c: dict[str, Any], init: bool) -> _Container:
-            return _Container(
-                c,
-                ContainerView(c["name"], c.get("image", ""), init, restart_count=restarts.get(c["name"], 0)),
+            old = stored.get(c["name"]) or {}
+            view = ContainerView(
+                c["name"], c.get("image", ""), init, restart_count=old.get("restartCount", 0)
             )
+            out = _Container(c, view)
+            # Waiting after a run (an earlier agent's back-off): its next launch is a restart.
+            last = (old.get("lastState") or {}).get("terminated")
+            if last and "waiting" in (old.get("state") or {}):
+                view.last_terminated = last
+                out.restart_pending = True
+            return out
 
         pod = _Pod(
             meta["uid"],
@@ -358,6 +381,7 @@ class NodeAgent:
         runner = self.runners[pod.node]
         for c in pod.all():
             if c.proc is not None:
+                self.events.killing(pod.node, pod.obj, c.view.name)
                 threading.Thread(target=runner.stop, args=(c.proc, grace), daemon=True).start()
 
     def _terminal(self, pod: _Pod) -> bool:
@@ -379,6 +403,7 @@ class NodeAgent:
                 pod.devices = self.plugins[pod.node].admit(pod.obj, others)
             except AllocationError as exc:
                 pod.rejected = ("Failed", "UnexpectedAdmissionError", f"Allocate failed due to {exc}")
+                self.events.rejected(pod.node, pod.obj, *pod.rejected[1:])
                 return False
             if pod.devices and pod.devices != _recorded(pod.obj):
                 with contextlib.suppress(ApiError):
@@ -418,11 +443,17 @@ class NodeAgent:
                 f"back-off {c.delay:g}s restarting failed container="
                 f"{c.view.name} pod={pod.name}_{pod.namespace}({pod.uid})",
             )
+            if not c.backoff_reported:
+                c.backoff_reported = True
+                self.events.back_off(pod.node, pod.obj, c.view.name)
             self._later(pod.uid, wait)
             return
         # Starting touches the file system and forks: done on a small pool so that one slow
         # start does not hold up every other pod; the result comes back to the dispatcher.
         c.starting = True
+        if c.restart_pending:
+            c.restart_pending = False
+            c.view.restart_count += 1
         self._starter.submit(self._start_container, pod, c)
 
     def _start_container(self, pod: _Pod, c: _Container) -> None:
@@ -452,10 +483,13 @@ class NodeAgent:
             c.proc = result
             self._set_running(c, result)
             runner.watch(result, self._exit_callback(pod.uid, name))
+            self.events.started(pod.node, pod.obj, name)
         elif isinstance(result, ContainerConfigError):
             c.view.waiting = (result.reason, str(result))
+            self.events.failed(pod.node, pod.obj, str(result))
             self._later(pod.uid, 2.0)
         elif isinstance(result, StartError):
+            self.events.failed(pod.node, pod.obj, result.message)
             self._on_exit(pod, name, None, Exit(result.exit_code, "Error", result.message, at), started=at)
 
     @staticmethod
@@ -551,7 +585,8 @@ class NodeAgent:
         c.backoff = min(self.backoff_max, c.backoff * 2 if c.backoff else self.backoff_base)
         c.view.last_terminated = term
         c.view.terminated = None
-        c.view.restart_count += 1
+        c.restart_pending = True
+        c.backoff_reported = False
         c.view.waiting = ("CrashLoopBackOff", "")
 
     def _write_status(self, pod: _Pod) -> None:
@@ -600,6 +635,8 @@ class NodeAgent:
             grace = pod.obj["spec"].get("terminationGracePeriodSeconds", 30)
         runner = self.runners[pod.node]
         running = [c for c in pod.all() if c.proc is not None]
+        for c in running:
+            self.events.killing(pod.node, pod.obj, c.view.name)
 
         def stop_all() -> None:
             threads = []
@@ -679,6 +716,7 @@ class NodeAgent:
             return
         pod.devices = _recorded(pod.obj)
         c.view.restart_count = int(proc.extra.get("restartCount", c.view.restart_count))
+        c.restart_pending = False  # that launch was counted when it was made
         c.proc = proc
         self._set_running(c, proc)
         if ex is not None:

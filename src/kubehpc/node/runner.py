@@ -23,10 +23,12 @@ Limits (exactly what is enforced):
 * CPU: a container with ``limits.cpu`` is pinned with ``sched_setaffinity`` to
   ceil(limit) CPUs of the agent's own CPU set, the least used ones first. Requests are not
   enforced (they are the scheduler's business). No CFS quota.
-* Memory: ``limits.memory`` becomes ``RLIMIT_DATA`` (private writable memory: heap and
-  anonymous mappings) of the shim and everything it starts; allocations past it fail with
-  ENOMEM. cgroup v2 memory.max is not used yet, so OOMKilled is never reported; a process that
-  dies of ENOMEM ends as Error with its own exit code.
+* Memory: where the host delegates cgroup v2 memory to us (:mod:`kubehpc.node.cgroups`),
+  ``limits.memory`` is the ``memory.max`` of a cgroup of the container's own (swap 0), and a
+  container that exits non-zero after the OOM killer struck in it ends with reason OOMKilled.
+  Elsewhere it becomes ``RLIMIT_DATA`` (private writable memory: heap and anonymous mappings)
+  of the shim and everything it starts; allocations past it fail with ENOMEM, and a process
+  that dies of that ends as Error with its own exit code.
 * No file system, network, PID or user isolation: the image is recorded, not pulled, and the
   command runs on the host (optionally behind the cluster config's per-image prefix).
 """
@@ -36,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import json
+import logging
 import math
 import os
 import resource
@@ -47,6 +50,10 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from kubehpc.node.cgroups import MemoryCgroups
+
+_log = logging.getLogger(__name__)
 
 CONTAINER_ID_ENV = "KUBEHPC_CONTAINER_ID"
 _SHIM = 'trap : TERM; "$@"; c=$?; echo $c > "$0"; exit $c'
@@ -87,12 +94,13 @@ class Process:
     cpus: list[int] = field(default_factory=list)
     own_child: bool = True
     extra: dict[str, str] = field(default_factory=dict)
+    cgroup: str = ""  # its cgroup v2 directory, "" when memory is not limited by a cgroup
 
 
 @dataclass(frozen=True)
 class Exit:
     exit_code: int
-    reason: str  # Completed | Error | ContainerStatusUnknown
+    reason: str  # Completed | Error | OOMKilled | ContainerStatusUnknown
     message: str = ""
     finished_at: float = 0.0
 
@@ -251,10 +259,14 @@ def set_child_subreaper() -> bool:
 
 
 class Runner:
-    def __init__(self, state_dir: Path, cpu_pool: CpuPool | None = None):
+    def __init__(
+        self, state_dir: Path, cpu_pool: CpuPool | None = None, cgroups: MemoryCgroups | None = None
+    ):
         self.state_dir = state_dir
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.cpu_pool = cpu_pool or CpuPool()
+        self.cgroups = cgroups  # None: memory limits are RLIMIT_DATA
+        self._stale_cgroups: set[Path] = set()  # not removable yet (processes were leaving)
         self._known_tree: set[int] = set()
         self._lock = threading.Lock()
         self._waiters: dict[str, _Waiter] = {}
@@ -309,11 +321,28 @@ class Runner:
         exit_path.unlink(missing_ok=True)
         cpus = self.cpu_pool.take(spec.cpu_millis) if spec.cpu_millis else []
         memory = spec.memory_bytes
+        cgroup: Path | None = None
+        if memory and self.cgroups is not None:
+            try:
+                cgroup = self.cgroups.create(spec.container_id, memory)
+            except OSError as exc:  # e.g. a limit below what the kernel accepts: RLIMIT instead
+                _log.info("cgroup for %s not created (%s); using RLIMIT_DATA", spec.container_id, exc)
+        procs = str(cgroup / "cgroup.procs") if cgroup is not None else ""
 
         def limit() -> None:  # runs in the child between fork and exec: no Python locks taken
             if cpus:
                 os.sched_setaffinity(0, cpus)
             if memory:
+                if procs:
+                    try:
+                        fd = os.open(procs, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                        try:
+                            os.write(fd, b"0")  # "0": the writing process itself
+                        finally:
+                            os.close(fd)
+                        return
+                    except OSError:
+                        pass  # could not join: the rlimit below still bounds it
                 resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
 
         log = open(spec.log_path, "ab")  # noqa: SIM115 - handed to the child, closed below
@@ -331,6 +360,8 @@ class Runner:
             )
         except OSError as exc:
             self.cpu_pool.give_back(cpus)
+            if cgroup is not None:
+                MemoryCgroups.remove(cgroup)
             msg = f'exec: "{spec.argv[0]}": {exc.strerror}'
             spec.log_path.write_text(msg + "\n")
             raise StartError(msg, 128) from None
@@ -348,6 +379,7 @@ class Runner:
             started_at=time.time(),
             cpus=cpus,
             extra=dict(spec.extra),
+            cgroup=str(cgroup) if cgroup is not None else "",
         )
         self._write_record(proc)
         return proc
@@ -450,6 +482,13 @@ class Runner:
             self._finished[proc.container_id] = time.monotonic()
         self.cpu_pool.give_back(proc.cpus)
         proc.cpus = []
+        if proc.cgroup:
+            cgroup = Path(proc.cgroup)
+            if ex.exit_code != 0 and MemoryCgroups.oom_killed(cgroup):
+                ex = Exit(ex.exit_code, "OOMKilled", ex.message, ex.finished_at)
+            if not MemoryCgroups.remove(cgroup):
+                with self._lock:
+                    self._stale_cgroups.add(cgroup)
         return ex
 
     def sweep(self, max_age: float = 600.0) -> list[int]:
@@ -457,6 +496,12 @@ class Runner:
         finished container that were orphaned (parent init, or us as subreaper). Returns the
         pids killed."""
         now = time.monotonic()
+        with self._lock:
+            stale, self._stale_cgroups = self._stale_cgroups, set()
+        for cgroup in stale:
+            if not MemoryCgroups.remove(cgroup, timeout=0):
+                with self._lock:
+                    self._stale_cgroups.add(cgroup)
         with self._lock:
             for cid, at in list(self._finished.items()):
                 if now - at > max_age:

@@ -30,6 +30,7 @@ from kubehpc.controllers.kueue.metrics import KueueMetrics
 from kubehpc.controllers.kueue.reconciler import JobReconciler
 from kubehpc.controllers.kueue.webhooks import JobWebhook, PodPriorityHook
 from kubehpc.controllers.namespace import NamespaceController
+from kubehpc.controllers.pvc import PvcBinder
 from kubehpc.controllers.scheduler import Scheduler, SchedulerOptions
 from kubehpc.node.agent import NodeAgent
 from kubehpc.node.nvml import host_facts
@@ -99,6 +100,7 @@ class ControlPlane:
         return {
             "garbage-collector": GarbageCollector(self.store, kinds).run,
             "namespace": NamespaceController(self.store, kinds).run,
+            "pvc-binder": PvcBinder(self.store).run,
             "job": JobController(self.store, clock=job_clock()).run,
             "kueue-job-reconciler": JobReconciler(self.store).run,
             "kueue-admission": self.admission.run,
