@@ -234,14 +234,15 @@ def check_document(
 ) -> list[str]:
     """Validate a document offline, as the API server would on create: kind lookup, metadata,
     the kind's schema and rules, and its defaults (applied to a copy). Returns warnings;
-    raises :class:`ManifestError` naming file, document and field."""
-    obj = doc.obj
+    raises :class:`ManifestError` naming file, document and field. The document itself is
+    left as written (validation under Warn/Ignore prunes unknown fields, on a copy here)."""
+    obj = copy.deepcopy(doc.obj)
     try:
         rt, version = registry.for_kind(obj["apiVersion"], obj["kind"])
         warnings = validate_metadata(obj, namespaced=rt.namespaced, mode=mode)
         warnings += version.validate(obj, mode)
         if version.default is not None:
-            version.default(copy.deepcopy(obj))
+            version.default(obj)
     except ApiError as e:
         causes = [Cause(doc.path(c.field), c.message, c.reason) for c in e.causes]
         if not causes:

@@ -8,7 +8,9 @@ typical Pod or Job validates in tens of microseconds. Behaviour follows the API 
   the field path, e.g. ``spec.template.spec.containers[0].image``);
 * quantities are parsed with :mod:`kubehpc.api.quantity` (``invalid quantity "8Gx"``);
 * unknown fields follow ``fieldValidation``: Strict -> an error per field, Warn -> a warning
-  ``unknown field "spec.foo"``, Ignore -> nothing. Objects are never pruned;
+  ``unknown field "spec.foo"``, Ignore -> nothing. Under Warn and Ignore the unknown fields are
+  also removed from the object in place, as the API server's decoder drops them, so what is
+  stored and returned holds only fields the schema knows;
 * an explicit ``null`` reads as "not set", as Go's JSON decoding does.
 
 The same definitions give strategic-merge-patch metadata (:func:`patch_meta`) and the OpenAPI v3
@@ -45,13 +47,15 @@ _SIMPLE_KEY_RE = re.compile(r"[A-Za-z0-9_-]+")
 class Collector:
     """Where one validation run puts its errors and warnings."""
 
-    __slots__ = ("causes", "strict", "warn", "warnings")
+    __slots__ = ("causes", "prune", "strict", "warn", "warnings")
 
     def __init__(self, mode: FieldValidation) -> None:
         self.causes: list[Cause] = []
         self.warnings: list[str] = []
         self.strict = mode == FieldValidation.STRICT
         self.warn = mode == FieldValidation.WARN
+        # Strict rejects the object instead, so there is nothing to prune.
+        self.prune = not self.strict
 
     def unknown(self, path: str) -> None:
         if self.strict:
@@ -185,6 +189,7 @@ class _Compiler:
             if type(value) is not dict:
                 out.type_error(path, value, "an object")
                 return
+            unknown: list[str] | None = None
             for key, item in value.items():
                 prop = props.get(key)
                 if prop is not None:
@@ -194,6 +199,10 @@ class _Compiler:
                     continue
                 elif closed:
                     out.unknown(child_path(path, key))
+                    unknown = [*(unknown or ()), key]
+            if unknown is not None and out.prune:
+                for key in unknown:
+                    del value[key]
             for key in required:
                 if value.get(key) is None:
                     out.causes.append(Cause(child_path(path, key), "Required value", "FieldValueRequired"))

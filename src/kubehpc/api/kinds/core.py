@@ -1,7 +1,7 @@
 """Built-in kinds: v1, batch/v1, scheduling.k8s.io/v1 and coordination.k8s.io/v1.
 
-Validation is the official schema (:mod:`kubehpc.api.schema`) plus the few semantic rules of
-the API server that kubehpc's controllers rely on; defaults come from
+Validation is the official schema (:mod:`kubehpc.api.schema`) plus the API server's semantic
+rules (:mod:`kubehpc.api.kinds.core_validation`); defaults come from
 :mod:`kubehpc.api.defaults`, update rules from :mod:`kubehpc.api.immutable`.
 
 Printer columns mirror the API server's tables (names as the server sends them; kubectl
@@ -22,8 +22,8 @@ from typing import Any
 
 from kubehpc.api import defaults, immutable, schema
 from kubehpc.api.errors import Cause, invalid
+from kubehpc.api.kinds.core_validation import job_causes, pod_causes, service_causes
 from kubehpc.api.meta import set_name_rule
-from kubehpc.api.quantity import is_extended_resource, parse_quantity
 from kubehpc.api.registry import (
     Default,
     FieldValidation,
@@ -54,137 +54,6 @@ def _dict(value: Any) -> Obj:
 
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
-
-
-# --- semantic validation ------------------------------------------------------------------------
-
-
-def pod_spec_causes(spec: Any, path: str, allowed_restart: tuple[str, ...] = ()) -> list[Cause]:
-    """API-server rules on a pod spec beyond its schema (also for pod templates of other kinds)."""
-    if not isinstance(spec, dict):
-        return []
-    causes: list[Cause] = []
-    containers = _list(spec.get("containers"))
-    if not containers:
-        causes.append(Cause(f"{path}.containers", "Required value", "FieldValueRequired"))
-    restart = spec.get("restartPolicy") or "Always"  # defaulted to Always when unset
-    allowed = allowed_restart or ("Always", "OnFailure", "Never")
-    if restart not in allowed:
-        shown = ", ".join(f'"{a}"' for a in allowed)
-        causes.append(
-            Cause(
-                f"{path}.restartPolicy",
-                f'Unsupported value: "{restart}": supported values: {shown}',
-                "FieldValueNotSupported",
-            )
-        )
-    seen: set[str] = set()
-    for key in ("initContainers", "containers"):
-        for i, container in enumerate(_list(spec.get(key))):
-            if not isinstance(container, dict):
-                continue
-            cpath = f"{path}.{key}[{i}]"
-            name = container.get("name")
-            if isinstance(name, str):
-                if name in seen:
-                    causes.append(Cause(f"{cpath}.name", f'Duplicate value: "{name}"', "FieldValueDuplicate"))
-                seen.add(name)
-            if key == "containers" and not container.get("image"):
-                causes.append(Cause(f"{cpath}.image", "Required value", "FieldValueRequired"))
-            causes.extend(_resource_causes(container.get("resources"), f"{cpath}.resources"))
-    return causes
-
-
-def _resource_causes(resources: Any, path: str) -> list[Cause]:
-    if not isinstance(resources, dict):
-        return []
-    causes = []
-    limits = _dict(resources.get("limits"))
-    for part in ("limits", "requests"):
-        values = resources.get(part)
-        if not isinstance(values, dict):
-            continue
-        for name, value in values.items():
-            try:
-                q = parse_quantity(value)
-            except ValueError:
-                continue  # the schema check already named it
-            if q.amount >= 0 and not is_extended_resource(name):
-                continue  # the common case: nothing more to check
-
-            where = schema.child_path(f"{path}.{part}", name)
-            if q.amount < 0:
-                causes.append(
-                    Cause(
-                        where,
-                        f"Invalid value: {schema.show_value(value)}: must be greater than or equal to 0",
-                    )
-                )
-            elif is_extended_resource(name) and not q.is_integer():
-                causes.append(Cause(where, f"Invalid value: {schema.show_value(value)}: must be an integer"))
-            elif part == "requests" and is_extended_resource(name) and name in limits:
-                try:
-                    if parse_quantity(limits[name]).amount != q.amount:
-                        causes.append(
-                            Cause(
-                                where,
-                                f"Invalid value: {schema.show_value(value)}: must be equal to {name} limit",
-                            )
-                        )
-                except ValueError:
-                    pass
-    return causes
-
-
-def _pod_causes(pod: Obj) -> list[Cause]:
-    return pod_spec_causes(pod.get("spec"), "spec")
-
-
-def _job_causes(job: Obj) -> list[Cause]:
-    spec = job.get("spec")
-    if not isinstance(spec, dict):
-        return [Cause("spec", "Required value", "FieldValueRequired")]
-    causes = []
-    for key in ("parallelism", "completions", "backoffLimit", "activeDeadlineSeconds"):
-        value = spec.get(key)
-        if isinstance(value, int) and value < (1 if key == "activeDeadlineSeconds" else 0):
-            bound = "greater than 0" if key == "activeDeadlineSeconds" else "greater than or equal to 0"
-            causes.append(Cause(f"spec.{key}", f"Invalid value: {value}: must be {bound}"))
-    if spec.get("completionMode") == "Indexed" and spec.get("completions") is None:
-        causes.append(
-            Cause("spec.completions", "Required value: when completion mode is Indexed", "FieldValueRequired")
-        )
-    template = spec.get("template")
-    if not isinstance(template, dict):
-        return [*causes, Cause("spec.template", "Required value", "FieldValueRequired")]
-    if spec.get("manualSelector") is True:
-        causes += _manual_selector_causes(spec.get("selector"), _get(template, "metadata", "labels"))
-    causes += pod_spec_causes(template.get("spec"), "spec.template.spec", ("OnFailure", "Never"))
-    return causes
-
-
-def _manual_selector_causes(selector: Any, labels: Any) -> list[Cause]:
-    """With ``manualSelector: true`` the user's selector must select the template's labels."""
-    if not isinstance(selector, dict):
-        return [Cause("spec.selector", "Required value", "FieldValueRequired")]
-    labels = labels if isinstance(labels, dict) else {}
-    match = _dict(selector.get("matchLabels"))
-    if any(labels.get(k) != v for k, v in match.items()):
-        return [
-            Cause(
-                "spec.template.metadata.labels",
-                f"Invalid value: {schema.show_value(labels)}: `selector` does not match template `labels`",
-            )
-        ]
-    return []
-
-
-def _service_causes(svc: Obj) -> list[Cause]:
-    spec = _dict(svc.get("spec"))
-    kind = spec.get("type") or "ClusterIP"
-    if kind != "ExternalName" and spec.get("clusterIP") != "None" and not spec.get("ports"):
-        return [Cause("spec.ports", "Required value", "FieldValueRequired")]
-    return []
 
 
 def _no_semantics(obj: Obj) -> list[Cause]:
@@ -671,7 +540,7 @@ def register(registry: Registry) -> None:
             short_names=("po",),
             categories=("all",),
             status=True,
-            semantic=_pod_causes,
+            semantic=pod_causes,
             default=defaults.default_pod,
             update=immutable.pod_update_causes,
             columns=POD_COLUMNS,
@@ -699,7 +568,7 @@ def register(registry: Registry) -> None:
             short_names=("svc",),
             categories=("all",),
             status=True,
-            semantic=_service_causes,
+            semantic=service_causes,
             default=defaults.default_service,
             update=immutable.service_update_causes,
             columns=SERVICE_COLUMNS,
@@ -722,7 +591,7 @@ def register(registry: Registry) -> None:
             "jobs",
             categories=("all",),
             status=True,
-            semantic=_job_causes,
+            semantic=job_causes,
             default=defaults.default_job,
             update=immutable.job_update_causes,
             columns=JOB_COLUMNS,
