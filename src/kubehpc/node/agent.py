@@ -620,9 +620,8 @@ class NodeAgent:
         for c in pod.all():
             if c.proc is not None:
                 runner.forget(c.proc)
-        for proc in runner.records():
-            if proc.container_id.startswith(pod.uid + "/"):
-                runner.forget(proc)
+        for proc in runner.records(pod.uid):
+            runner.forget(proc)
 
     # ------------------------------------------------------------------------------ deletion
 
@@ -653,10 +652,9 @@ class NodeAgent:
 
     def _finish_deletion(self, pod: _Pod) -> None:
         runner = self.runners[pod.node]
-        for proc in runner.records():
-            if proc.container_id.startswith(pod.uid + "/"):
-                runner.stop(proc, 0)
-                runner.forget(proc)
+        for proc in runner.records(pod.uid):
+            runner.stop(proc, 0)
+            runner.forget(proc)
         remove_pod_dir(self.home, pod.obj)
         if not pod.gone:
             self._write_status(pod)

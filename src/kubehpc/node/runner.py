@@ -283,9 +283,12 @@ class Runner:
         tmp.write_text(json.dumps(asdict(proc)))
         os.replace(tmp, path)  # atomic: a crash leaves the old record or the new, never half
 
-    def records(self) -> list[Process]:
+    def records(self, pod_uid: str = "") -> list[Process]:
+        """Recorded containers, all of them or only one pod's (records are named after the
+        container id, ``<pod uid>/<container>``, so one pod's are found without reading all)."""
         out = []
-        for p in sorted(self.state_dir.glob("*.json")):
+        pattern = f"{pod_uid}_*.json" if pod_uid else "*.json"
+        for p in sorted(self.state_dir.glob(pattern)):
             try:
                 data = json.loads(p.read_text())
                 data["own_child"] = False
