@@ -32,13 +32,15 @@ def seed_kueue_paragraph(shared_dir: Path) -> str:
 def test_the_seed_kueue_example_applies_with_warnings(shared_dir: Path) -> None:
     docs = parse_text(seed_kueue_paragraph(shared_dir), "seed.yaml")
     warnings = expand_shorthands(docs)
-    assert len(warnings) == 2
+    assert len(warnings) == 3
     assert any("named 'cluster-a'" in w for w in warnings)
+    assert any("spec.namespaceSelector" in w for w in warnings)
     registry = build_registry()
     for doc in docs:
         assert check_document(doc, registry, FieldValidation.STRICT) == []
     cq = next(d.obj for d in docs if d.obj["kind"] == "ClusterQueue")
     assert cq["metadata"]["name"] == "cluster-a"
+    assert cq["spec"]["namespaceSelector"] == {}
     gpus = [{"name": "nvidia.com/gpu", "nominalQuota": 16}]
     assert cq["spec"]["resourceGroups"] == [
         {"coveredResources": ["nvidia.com/gpu"], "flavors": [{"name": "gpu-flavor", "resources": gpus}]}
@@ -47,7 +49,7 @@ def test_the_seed_kueue_example_applies_with_warnings(shared_dir: Path) -> None:
 
 def test_flavor_names_with_quotas_beside_them_give_each_flavor_the_quotas() -> None:
     docs = parse_text(FLAT_CQ, "cq.yaml")
-    [warning] = expand_shorthands(docs)
+    warning = expand_shorthands(docs)[0]
     assert "cq.yaml doc 1: spec.resourceGroups[0]" in warning
     flavors = docs[0].obj["spec"]["resourceGroups"][0]["flavors"]
     assert [f["name"] for f in flavors] == ["a100", "h100"]
@@ -70,3 +72,14 @@ def test_an_unnamed_cluster_queue_without_a_single_local_queue_pointing_at_it_st
     docs = parse_text(FLAT_CQ.replace("metadata: {name: cq}\n", ""), "cq.yaml")
     expand_shorthands(docs)
     assert "name" not in docs[0].obj.get("metadata", {})
+
+
+def test_a_schema_conformant_cluster_queue_keeps_kueues_closed_namespace_selector() -> None:
+    text = FLAT_CQ.replace(
+        '    - flavors: [a100, h100]\n      resources: [{ name: "nvidia.com/gpu", nominalQuota: 16 }]\n',
+        '    - coveredResources: ["nvidia.com/gpu"]\n'
+        '      flavors: [{name: a100, resources: [{name: "nvidia.com/gpu", nominalQuota: 16}]}]\n',
+    )
+    docs = parse_text(text, "cq.yaml")
+    expand_shorthands(docs)
+    assert "namespaceSelector" not in docs[0].obj["spec"]

@@ -30,11 +30,32 @@ def _where(doc: Document) -> str:
 def expand_shorthands(docs: list[Document]) -> list[str]:
     """Rewrite known shorthands in place; returns one warning per rewrite."""
     warnings: list[str] = []
+    abbreviated: list[Document] = []
     for doc in docs:
         if _is(doc, "ClusterQueue"):
-            warnings += _flavor_name_lists(doc)
+            rewritten = _flavor_name_lists(doc)
+            warnings += rewritten
+            if rewritten:
+                abbreviated.append(doc)
     warnings += _unnamed_cluster_queues(docs)
+    for doc in abbreviated:
+        warnings += _open_to_all_namespaces(doc)
     return warnings
+
+
+def _open_to_all_namespaces(doc: Document) -> list[str]:
+    """In Kueue a ClusterQueue without ``namespaceSelector`` admits no namespace at all. A queue
+    written in the abbreviated style above never meant that (its LocalQueue would wait forever),
+    so only such a queue is read as open to every namespace; a schema-conformant one keeps
+    Kueue's meaning."""
+    spec = _spec(doc)
+    if "namespaceSelector" in spec or not isinstance(doc.obj.get("spec"), dict):
+        return []
+    spec["namespaceSelector"] = {}
+    return [
+        f"{_where(doc)}: spec.namespaceSelector: not set, which in Kueue admits no namespace; "
+        "read as {} (every namespace) for this abbreviated ClusterQueue"
+    ]
 
 
 def _flavor_name_lists(doc: Document) -> list[str]:
