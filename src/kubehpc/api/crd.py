@@ -182,7 +182,8 @@ def check_model(
     model: type[BaseModel], obj: Obj, mode: FieldValidation = FieldValidation.STRICT
 ) -> tuple[list[Cause], list[str]]:
     """Problems of ``obj`` against ``model``: (causes, warnings). Unknown fields are causes
-    under Strict, warnings under Warn and nothing under Ignore."""
+    under Strict, warnings under Warn and nothing under Ignore; under Warn and Ignore they are
+    also pruned from ``obj``, as the API server prunes what a structural schema does not know."""
     body = _drop_nulls({k: v for k, v in obj.items() if k != "metadata"})
     causes, unknown, unknown_locs = _run(model, body)
     if unknown_locs:
@@ -197,7 +198,14 @@ def check_model(
         causes = [Cause(p, f'unknown field "{p}"', "FieldValueInvalid") for p in unknown] + causes
     elif mode == FieldValidation.WARN:
         warnings = [f'unknown field "{p}"' for p in unknown]
-    embedded_causes, embedded_warnings = _embedded_causes(model, body, "", mode)
+    if mode != FieldValidation.STRICT:
+        # Locations in ``body`` are locations in ``obj``: dropping nulls keeps keys and indexes.
+        for loc in unknown_locs:
+            _delete(obj, loc)
+    # Embedded built-in definitions are checked on the object itself, so that their own unknown
+    # fields are pruned from what is stored too.
+    view = {k: v for k, v in obj.items() if k != "metadata"}
+    embedded_causes, embedded_warnings = _embedded_causes(model, view, "", mode)
     return causes + embedded_causes, warnings + embedded_warnings
 
 
