@@ -42,6 +42,7 @@ log = logging.getLogger(__name__)
 
 Loop = Callable[[threading.Event], None]
 SLURM_HOLD_PERIOD_S = 2.0
+ADMISSION_BATCH_S = 0.2  # admission cycles per second at most, under a stream of changes
 
 
 def cluster_config_of(home: Home) -> ClusterConfig:
@@ -92,7 +93,9 @@ class ControlPlane:
         hooks = [JobWebhook(), PodPriorityHook(lambda: self.store)]
         self.store = Store(self.registry, self.home.db_path, admission=hooks)
         self.scheduler = Scheduler(self.store, SchedulerOptions())
-        self.admission = AdmissionLoop(self.store, AdmissionOptions(), metrics=KueueMetrics(self.metrics))
+        self.admission = AdmissionLoop(
+            self.store, AdmissionOptions(batch_s=ADMISSION_BATCH_S), metrics=KueueMetrics(self.metrics)
+        )
 
     def controllers(self) -> dict[str, Loop]:
         """The control loops this plane runs, by name."""

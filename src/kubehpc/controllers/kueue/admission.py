@@ -113,6 +113,9 @@ class AdmissionOptions:
     """Pending workloads whose explanation is (re)written per step."""
     position_refresh_s: float = 5.0
     """A pending workload's position alone (same reason) is rewritten at most this often."""
+    batch_s: float = 0.0
+    """Cycles start at most this often (wall seconds): a cycle looks at every workload, so under
+    a stream of changes one cycle per batch replaces one per change. 0: a cycle per step."""
 
 
 @dataclass(frozen=True)
@@ -163,6 +166,7 @@ class AdmissionLoop:
         self._retry_at: float | None = None
         self._failures = 0
         self._last_flush = self._now()
+        self._last_cycle = 0.0  # time.monotonic() when the last cycle ended
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -239,7 +243,14 @@ class AdmissionLoop:
             self._retry_at = None
             self.cache.dirty = True
         if self.cache.dirty:
-            return self.run_cycle()
+            wait = self.options.batch_s - (time.monotonic() - self._last_cycle)
+            if wait > 0:
+                time.sleep(wait)  # let more changes arrive: they cost nothing extra in one cycle
+                self.drain()
+            try:
+                return self.run_cycle()
+            finally:
+                self._last_cycle = time.monotonic()
         if self._backlog:
             self._explain_some()
         return None
