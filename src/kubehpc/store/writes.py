@@ -38,9 +38,6 @@ if TYPE_CHECKING:
     from kubehpc.api.registry import Registry
 
 
-_NAME_RULES = {("", "Namespace"): "label", ("", "Service"): "dns1035"}
-
-
 def _mode(options: WriteOptions) -> FieldValidation:
     try:
         return FieldValidation(options.field_validation or "Strict")
@@ -112,8 +109,9 @@ class WritesMixin:
         return self.registry.for_kind(api_version, kind)
 
     def _validate(self, rt: ResourceType, vs: VersionSpec, obj: Obj, mode: FieldValidation) -> list[str]:
-        rule = _NAME_RULES.get((rt.group, rt.kind), "subdomain")
-        warnings = validate_metadata(obj, namespaced=rt.namespaced, mode=mode, name_rule=rule)  # type: ignore[arg-type]
+        # The name rule of the kind (DNS label for Namespaces, ...) is the one its module
+        # registered with api.meta.set_name_rule.
+        warnings = validate_metadata(obj, namespaced=rt.namespaced, mode=mode)
         warnings += vs.validate(obj, mode)
         return warnings
 
