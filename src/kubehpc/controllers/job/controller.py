@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
 from typing import Any, Protocol
 
 from kubehpc.api.errors import AlreadyExists, ApiError, Conflict, NotFound
@@ -23,7 +22,8 @@ from kubehpc.controllers.job.clock import Clock, RealClock
 from kubehpc.controllers.job.plan import plan_job
 from kubehpc.controllers.job.spec import JobSpec
 from kubehpc.controllers.job.workqueue import Key, WorkQueue
-from kubehpc.store.client import Client, DeleteOptions, ListOptions, PatchType, Propagation, Watch
+from kubehpc.controllers.watching import Followers
+from kubehpc.store.client import Client, DeleteOptions, ListOptions, PatchType, Propagation
 from kubehpc.store.events import EventRecorder
 
 Obj = dict[str, Any]
@@ -66,10 +66,8 @@ class JobController:
         self.resync_seconds = resync_seconds
         self.namespace = namespace
         self.queue = WorkQueue()
-        self._watches: set[Watch] = set()
         self._api_failures: dict[Key, int] = {}
         self._backoff: dict[Key, BackoffRecord] = {}
-        self._watch_lock = threading.Lock()
 
     # --- one Job ---------------------------------------------------------------------------
 
@@ -225,17 +223,10 @@ class JobController:
 
     def run(self, stop: threading.Event) -> None:
         """Watch Jobs and Pods and reconcile until ``stop`` is set."""
-        watchers = [
-            threading.Thread(
-                target=self._watch_loop, args=(stop, c.JOB_API_VERSION, c.JOB_KIND, self._on_job), daemon=True
-            ),
-            threading.Thread(
-                target=self._watch_loop, args=(stop, c.POD_API_VERSION, c.POD_KIND, self._on_pod), daemon=True
-            ),
-        ]
         self.queue = WorkQueue()
-        for t in watchers:
-            t.start()
+        followers = Followers(self.client, self.namespace)
+        followers.start(stop, c.JOB_API_VERSION, c.JOB_KIND, self._on_job)
+        followers.start(stop, c.POD_API_VERSION, c.POD_KIND, self._on_pod)
         next_resync = 0.0
         while not stop.is_set():
             if time.monotonic() >= next_resync:
@@ -253,11 +244,7 @@ class JobController:
             if requeue is not None:
                 self.queue.add(key, self.clock.wall_seconds(requeue))
         self.queue.close()
-        with self._watch_lock:
-            for watch in self._watches:
-                watch.stop()
-        for t in watchers:
-            t.join(timeout=2.0)
+        followers.stop()
 
     def _enqueue_all(self) -> None:
         try:
@@ -303,37 +290,6 @@ class JobController:
         except NotFound:
             return False
         return bool((job.get("metadata") or {}).get("uid") == ref.get("uid"))
-
-    def _watch_loop(
-        self, stop: threading.Event, api_version: str, kind: str, handler: Callable[[str, Obj], None]
-    ) -> None:
-        while not stop.is_set():
-            try:
-                watch = self.client.watch(api_version, kind, ListOptions(namespace=self.namespace))
-            except ApiError:
-                log.exception("watching %s failed; retrying", kind)
-                stop.wait(1.0)
-                continue
-            with self._watch_lock:
-                self._watches.add(watch)
-            if stop.is_set():
-                watch.stop()
-            try:
-                for event in watch:
-                    if stop.is_set():
-                        break
-                    if event.type in ("ADDED", "MODIFIED", "DELETED"):
-                        handler(event.type, event.object)
-            except ApiError:
-                log.debug("%s watch ended; restarting", kind, exc_info=True)
-            except Exception:
-                # A bug in a handler must not silently end the watch: log, pause, watch again.
-                log.exception("handling a %s event failed; restarting the watch", kind)
-                stop.wait(1.0)
-            finally:
-                watch.stop()
-                with self._watch_lock:
-                    self._watches.discard(watch)
 
 
 __all__ = ["COMPONENT", "EventSink", "JobController", "Key"]

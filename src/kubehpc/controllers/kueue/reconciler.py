@@ -41,7 +41,8 @@ from kubehpc.controllers.kueue.jobframework import (
 )
 from kubehpc.controllers.kueue.webhooks import DEFAULT_INTEGRATIONS
 from kubehpc.controllers.scheduling.priority import resolve_priority
-from kubehpc.store.client import Client, ListOptions, Watch
+from kubehpc.controllers.watching import Followers
+from kubehpc.store.client import Client
 from kubehpc.store.events import EventRecorder
 
 log = logging.getLogger(__name__)
@@ -73,8 +74,6 @@ class JobReconciler:
         self.events: EventSink = events or EventRecorder(client, k.JOB_RECONCILER_COMPONENT).record
         self.resync_seconds = resync_seconds
         self.queue = WorkQueue()
-        self._watches: set[Watch] = set()
-        self._watch_lock = threading.Lock()
 
     # --- one job -----------------------------------------------------------------------------
 
@@ -291,12 +290,9 @@ class JobReconciler:
             (k.PRIORITY_CLASS_API_VERSION, k.PRIORITY_CLASS, self._on_priority_class),
         ]
         self.queue = WorkQueue()
-        threads = [
-            threading.Thread(target=self._watch_loop, args=(stop, av, kind, handler), daemon=True)
-            for av, kind, handler in sources
-        ]
-        for t in threads:
-            t.start()
+        followers = Followers(self.client)
+        for av, kind, handler in sources:
+            followers.start(stop, av, kind, handler)
         next_resync = 0.0
         while not stop.is_set():
             if time.monotonic() >= next_resync:
@@ -307,11 +303,7 @@ class JobReconciler:
                 continue
             self._work(key)
         self.queue.close()
-        with self._watch_lock:
-            for watch in self._watches:
-                watch.stop()
-        for t in threads:
-            t.join(timeout=2.0)
+        followers.stop()
 
     def _work(self, key: Key) -> None:
         kind, ref = key
@@ -362,36 +354,6 @@ class JobReconciler:
 
     def _on_priority_class(self, event_type: str, obj: Obj) -> None:
         self._enqueue_all()  # rare: a job may have waited for this class to exist
-
-    def _watch_loop(
-        self, stop: threading.Event, api_version: str, kind: str, handler: Callable[[str, Obj], None]
-    ) -> None:
-        while not stop.is_set():
-            try:
-                watch = self.client.watch(api_version, kind, ListOptions())
-            except ApiError:
-                log.exception("watching %s failed; retrying", kind)
-                stop.wait(1.0)
-                continue
-            with self._watch_lock:
-                self._watches.add(watch)
-            if stop.is_set():
-                watch.stop()
-            try:
-                for event in watch:
-                    if stop.is_set():
-                        break
-                    if event.type in ("ADDED", "MODIFIED", "DELETED"):
-                        handler(event.type, event.object)
-            except ApiError:
-                log.debug("%s watch ended; restarting", kind, exc_info=True)
-            except Exception:
-                log.exception("handling a %s event failed; restarting the watch", kind)
-                stop.wait(1.0)
-            finally:
-                watch.stop()
-                with self._watch_lock:
-                    self._watches.discard(watch)
 
 
 # --- comparing a job with its Workload ------------------------------------------------------------

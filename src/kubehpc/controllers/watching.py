@@ -1,0 +1,71 @@
+"""Following a kind's watch for the life of a controller: reconnect when the watch ends or
+fails, hand every ADDED/MODIFIED/DELETED object to a handler, and stop every watch at once."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from kubehpc.api.errors import ApiError
+from kubehpc.store.client import Client, ListOptions, Watch
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[str, dict[str, Any]], None]
+
+
+class Followers:
+    """One thread per followed kind; :meth:`stop` ends them all."""
+
+    def __init__(self, client: Client, namespace: str | None = None) -> None:
+        self.client = client
+        self.namespace = namespace
+        self._watches: set[Watch] = set()
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+
+    def start(self, stop: threading.Event, api_version: str, kind: str, handler: Handler) -> None:
+        thread = threading.Thread(
+            target=self.follow, args=(stop, api_version, kind, handler), name=f"watch-{kind}", daemon=True
+        )
+        thread.start()
+        self._threads.append(thread)
+
+    def follow(self, stop: threading.Event, api_version: str, kind: str, handler: Handler) -> None:
+        while not stop.is_set():
+            try:
+                watch = self.client.watch(api_version, kind, ListOptions(namespace=self.namespace))
+            except ApiError:
+                log.exception("watching %s failed; retrying", kind)
+                stop.wait(1.0)
+                continue
+            with self._lock:
+                self._watches.add(watch)
+            if stop.is_set():
+                watch.stop()
+            try:
+                for event in watch:
+                    if stop.is_set():
+                        break
+                    if event.type in ("ADDED", "MODIFIED", "DELETED"):
+                        handler(event.type, event.object)
+            except ApiError:
+                log.debug("%s watch ended; restarting", kind, exc_info=True)
+            except Exception:
+                # A bug in a handler must not silently end the watch: log, pause, watch again.
+                log.exception("handling a %s event failed; restarting the watch", kind)
+                stop.wait(1.0)
+            finally:
+                watch.stop()
+                with self._lock:
+                    self._watches.discard(watch)
+
+    def stop(self, timeout: float = 2.0) -> None:
+        with self._lock:
+            for watch in self._watches:
+                watch.stop()
+        for thread in self._threads:
+            thread.join(timeout=timeout)
+        self._threads.clear()
