@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import resource
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 from kubehpc.runtime.controlplane import ControlPlane
 from kubehpc.store.client import ListOptions
 from kubehpc.store.home import Home
+from kubehpc.store.store import Store
 
 Obj = dict[str, Any]
 
@@ -93,6 +95,59 @@ def job(i: int) -> Obj:
     }
 
 
+class Stages:
+    """When each workload reached each stage, seen from watches (the benchmark's own threads:
+    it never lists, so what it measures is the control plane, not its own polling)."""
+
+    NAMES = ("workload", "admitted", "started", "pod", "bound")
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.at: dict[str, dict[str, float]] = {name: {} for name in self.NAMES}
+        self.done = threading.Event()
+        self.want = 0
+        self._watches: list[Any] = []
+        self._threads: list[threading.Thread] = []
+
+    def start(self, want: int) -> None:
+        self.want = want
+        for av, kind in (("kueue.x-k8s.io/v1beta2", "Workload"), ("batch/v1", "Job"), ("v1", "Pod")):
+            watch = self.store.watch(av, kind, ListOptions(namespace="default"))
+            self._watches.append(watch)
+            thread = threading.Thread(target=self._follow, args=(kind, watch), daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def _mark(self, stage: str, key: str) -> None:
+        self.at[stage].setdefault(key, time.perf_counter())
+
+    def _follow(self, kind: str, watch: Any) -> None:
+        for event in watch:
+            obj = event.object
+            meta = obj.get("metadata") or {}
+            if kind == "Workload":
+                owner = next(iter(meta.get("ownerReferences") or ()), {}).get("name", "")
+                self._mark("workload", owner)
+                if (obj.get("status") or {}).get("admission"):
+                    self._mark("admitted", owner)
+            elif kind == "Job":
+                if (obj.get("spec") or {}).get("suspend") is False:
+                    self._mark("started", meta.get("name", ""))
+            else:
+                job_name = (meta.get("labels") or {}).get("job-name", "")
+                self._mark("pod", job_name)
+                if (obj.get("spec") or {}).get("nodeName"):
+                    self._mark("bound", job_name)
+                    if len(self.at["bound"]) >= self.want:
+                        self.done.set()
+
+    def stop(self) -> None:
+        for watch in self._watches:
+            watch.stop()
+        for thread in self._threads:
+            thread.join(5)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -104,6 +159,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="kubehpc-admission-e2e-") as tmp:
         plane = ControlPlane(Home(Path(tmp)), nodes=False).start()
         store = plane.store
+        stages = Stages(store)
         try:
             with store.batch():
                 for i in range(args.nodes):
@@ -111,33 +167,42 @@ def main() -> None:
                 for obj in QUEUES:
                     store.create(obj)
             time.sleep(1.0)  # let the loops see the queues and nodes
+            stages.start(args.jobs)
             start = time.perf_counter()
             cpu_start = time.process_time()
+            rv_start = store.resource_version
             batch = 200
             for lo in range(0, args.jobs, batch):
                 with store.batch():
                     for i in range(lo, min(lo + batch, args.jobs)):
                         store.create(job(i))
             created_s = time.perf_counter() - start
-            bound = 0
-            deadline = start + args.timeout
-            while time.perf_counter() < deadline:
-                pods = store.list("v1", "Pod", ListOptions(namespace="default")).items
-                bound = sum(1 for p in pods if p.get("spec", {}).get("nodeName"))
-                if bound >= args.jobs:
-                    break
-                time.sleep(0.05)
+            stages.done.wait(args.timeout)
             elapsed = time.perf_counter() - start
             cpu = time.process_time() - cpu_start
+            writes = store.resource_version - rv_start
+            events = len(store.list("v1", "Event", ListOptions(namespace="default")).items)
         finally:
+            stages.stop()
             plane.stop()
+    bound = len(stages.at["bound"])
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     rate = bound / elapsed
     print(f"{args.jobs} queue-labelled Jobs on {args.nodes} nodes: created in {created_s:.2f}s")
-    print(f"pods bound: {bound} in {elapsed:.2f}s -> {rate:.0f} workloads/s ({cpu:.1f}s CPU)")
+    print("stage: when the last workload reached it (s after the first create), workloads")
+    for name in Stages.NAMES:
+        times = stages.at[name].values()
+        print(f"  {name:9} {max(times, default=start) - start:7.2f}s {len(times):6}")
+    print(
+        f"pods bound: {bound} in {elapsed:.2f}s -> {rate:.0f} workloads/s ({cpu:.1f}s CPU, "
+        f"{1000 * cpu / max(bound, 1):.1f} ms CPU per workload)"
+    )
+    per = max(bound, 1)
+    print(f"store writes: {writes} ({writes / per:.1f} per workload, of them {events / per:.1f} Events)")
     print(
         f"workloads={args.jobs} bound={bound} e2e_workloads_per_s={rate:.0f} "
-        f"elapsed_s={elapsed:.2f} cpu_s={cpu:.1f} peak_rss_mb={rss_mb:.0f}"
+        f"elapsed_s={elapsed:.2f} cpu_s={cpu:.1f} cpu_ms_per_workload={1000 * cpu / per:.1f} "
+        f"writes_per_workload={writes / per:.1f} peak_rss_mb={rss_mb:.0f}"
     )
 
 

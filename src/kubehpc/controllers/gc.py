@@ -27,7 +27,7 @@ from typing import Any
 
 from kubehpc.api.errors import ApiError, Conflict, NotFound
 from kubehpc.api.registry import Registry
-from kubehpc.store.client import Client, DeleteOptions, ListOptions, PatchType, Propagation, WatchEvent
+from kubehpc.store.client import Client, DeleteOptions, ListOptions, PatchType, Propagation, Watch, WatchEvent
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -68,27 +68,36 @@ class GarbageCollector:
     # --- one round -----------------------------------------------------------------------
 
     def reconcile_once(self) -> int:
-        """One pass over everything; returns how many writes it made (0 = settled)."""
-        objects: dict[str, Obj] = {}
+        """One pass over everything, freshly listed; returns how many writes it made (0 = settled)."""
+        graph = OwnerGraph()
         for k in self.kinds:
-            for obj in self.client.list(k.api_version, k.kind).items:
-                objects[_meta(obj).get("uid", "")] = obj
-        dependents: dict[str, list[Obj]] = {}
-        for obj in objects.values():
-            for ref in _meta(obj).get("ownerReferences") or []:
-                dependents.setdefault(ref.get("uid", ""), []).append(obj)
+            graph.replace(k, self.client.list(k.api_version, k.kind).items)
+        return self.reconcile(graph, None)
+
+    def reconcile(self, graph: OwnerGraph, uids: set[str] | None) -> int:
+        """Look at the objects ``uids`` of ``graph`` (None: at all of them): owners being
+        deleted with a finalizer, dependents that may have lost their owners."""
+        objects = graph.objects
+        candidates = list(objects) if uids is None else sorted(u for u in uids if u in objects)
         writes = 0
-        for uid, owner in objects.items():
+        for uid in candidates:
+            owner = objects[uid]
             meta = _meta(owner)
             if not meta.get("deletionTimestamp"):
                 continue
             finalizers = meta.get("finalizers") or []
+            dependents = graph.dependents_of(uid)
             if ORPHAN in finalizers:
-                writes += self._orphan(owner, dependents.get(uid, []))
+                writes += self._orphan(owner, dependents)
             elif FOREGROUND in finalizers:
-                writes += self._foreground(owner, dependents.get(uid, []), objects)
-        for obj in objects.values():
-            if _meta(obj).get("ownerReferences") and not _meta(obj).get("deletionTimestamp"):
+                writes += self._foreground(owner, dependents, objects)
+        for uid in candidates:
+            obj = objects.get(uid)
+            if (
+                obj is not None
+                and _meta(obj).get("ownerReferences")
+                and not _meta(obj).get("deletionTimestamp")
+            ):
                 writes += self._collect_if_orphaned(obj, objects)
         return writes
 
@@ -195,9 +204,189 @@ class GarbageCollector:
     # --- loop ----------------------------------------------------------------------------
 
     def run(self, stop: threading.Event, resync_seconds: float = 10.0) -> None:
-        run_on_changes(
-            self.client, self.kinds, self.reconcile_once, stop, resync_seconds, "gc", GcTrigger().relevant
-        )
+        """Keep an :class:`OwnerGraph` from list-then-watch of every kind and look only at what
+        changed (plus everything every ``resync_seconds``): a round costs what changed, not
+        what exists, so a busy cluster does not pay a full listing per change."""
+        graph = OwnerGraph()
+        wake = threading.Event()
+        watches: set[Watch] = set()
+        threads = [
+            threading.Thread(
+                target=self._follow,
+                args=(k, graph, wake, watches, stop),
+                name=f"gc-watch-{k.kind}",
+                daemon=True,
+            )
+            for k in self.kinds
+        ]
+        for t in threads:
+            t.start()
+
+        def wake_on_stop() -> None:
+            stop.wait()
+            wake.set()
+
+        threading.Thread(target=wake_on_stop, name="gc-stop", daemon=True).start()
+        next_resync = time.monotonic() + resync_seconds
+        try:
+            while not stop.is_set():
+                wake.wait(max(0.0, next_resync - time.monotonic()))
+                if stop.is_set():
+                    break
+                wake.clear()
+                if time.monotonic() >= next_resync:
+                    graph.mark_all()
+                    next_resync = time.monotonic() + resync_seconds
+                started = time.monotonic()
+                try:
+                    with graph.lock:
+                        uids = graph.take()
+                        if uids is None or uids:
+                            self.reconcile(graph, uids)
+                except ApiError as exc:
+                    log.warning("gc: reconcile failed: %s", exc)
+                    graph.mark_all()
+                    stop.wait(1.0)
+                    wake.set()
+                    continue
+                # Leave the CPU to others for a multiple of what the round cost.
+                stop.wait(min(_MAX_PAUSE_S, _PAUSE_FACTOR * (time.monotonic() - started)))
+        finally:
+            for w in list(watches):
+                w.stop()
+            for t in threads:
+                t.join(timeout=5)
+
+    def _follow(
+        self, k: KindRef, graph: OwnerGraph, wake: threading.Event, watches: set[Watch], stop: threading.Event
+    ) -> None:
+        """List, then watch from the list's resourceVersion; list again whenever the watch ends."""
+        while not stop.is_set():
+            try:
+                listed = self.client.list(k.api_version, k.kind)
+                with graph.lock:
+                    graph.replace(k, listed.items)
+                wake.set()
+                w = self.client.watch(
+                    k.api_version, k.kind, ListOptions(resource_version=listed.resource_version)
+                )
+            except ApiError as exc:
+                log.warning("gc: list/watch %s failed: %s", k.kind, exc)
+                stop.wait(1.0)
+                continue
+            watches.add(w)
+            if stop.is_set():
+                w.stop()
+                return
+            try:
+                for event in w:
+                    if event.type not in ("ADDED", "MODIFIED", "DELETED"):
+                        continue
+                    with graph.lock:
+                        if event.type == "DELETED":
+                            graph.delete(event.object)
+                        else:
+                            graph.put(k, event.object)
+                        if graph.pending:
+                            wake.set()
+            except ApiError:
+                log.debug("gc: %s watch ended; listing again", k.kind, exc_info=True)
+            finally:
+                w.stop()
+                watches.discard(w)
+
+
+def _refs(obj: Obj | None) -> tuple[str, ...]:
+    if obj is None:
+        return ()
+    return tuple(str(r.get("uid", "")) for r in _meta(obj).get("ownerReferences") or [])
+
+
+def _held_by_finalizer(obj: Obj) -> bool:
+    meta = _meta(obj)
+    return bool(meta.get("deletionTimestamp")) and bool(
+        {ORPHAN, FOREGROUND} & set(meta.get("finalizers") or [])
+    )
+
+
+class OwnerGraph:
+    """Every object the collector knows, by uid, with the reverse of ownerReferences (owner uid
+    -> dependents), as Kubernetes' garbage collector keeps its dependency graph. Changes mark
+    the uids that may need work: a dependent whose references are new or changed, the
+    dependents of an object that went away, an owner waiting on a deletion finalizer, and the
+    owners of a dependent that went away (foreground deletion may now finish).
+
+    Filled from watch threads and read by the round: callers hold :attr:`lock`."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.objects: dict[str, Obj] = {}
+        self._dependents: dict[str, set[str]] = {}
+        self._kind_uids: dict[KindRef, set[str]] = {}
+        self._dirty: set[str] = set()
+        self._everything = True
+
+    @property
+    def pending(self) -> bool:
+        return self._everything or bool(self._dirty)
+
+    def dependents_of(self, uid: str) -> list[Obj]:
+        objects = self.objects
+        return [objects[d] for d in sorted(self._dependents.get(uid, ())) if d in objects]
+
+    def replace(self, kind: KindRef, objs: list[Obj]) -> None:
+        """A fresh list of one kind: objects of it not in the list are gone."""
+        uids = {str(_meta(o).get("uid", "")) for o in objs}
+        for gone in self._kind_uids.get(kind, set()) - uids:
+            if gone in self.objects:
+                self.delete(self.objects[gone])
+        for obj in objs:
+            self.put(kind, obj)
+
+    def put(self, kind: KindRef, obj: Obj) -> None:
+        uid = str(_meta(obj).get("uid", ""))
+        before = _refs(self.objects.get(uid))
+        self.objects[uid] = obj
+        self._kind_uids.setdefault(kind, set()).add(uid)
+        after = _refs(obj)
+        if before != after:
+            for owner in set(before) - set(after):
+                self._unlink(owner, uid)
+            for owner in after:
+                self._dependents.setdefault(owner, set()).add(uid)
+            self._dirty.add(uid)
+        if _held_by_finalizer(obj):
+            self._dirty.add(uid)
+
+    def delete(self, obj: Obj) -> None:
+        uid = str(_meta(obj).get("uid", ""))
+        gone = self.objects.pop(uid, None)
+        for uids in self._kind_uids.values():
+            uids.discard(uid)
+        for owner in _refs(gone if gone is not None else obj):
+            self._unlink(owner, uid)
+            self._dirty.add(owner)
+        self._dirty.update(self._dependents.get(uid, ()))
+        self._dirty.discard(uid)
+
+    def _unlink(self, owner: str, dependent: str) -> None:
+        deps = self._dependents.get(owner)
+        if deps is not None:
+            deps.discard(dependent)
+            if not deps:
+                del self._dependents[owner]
+
+    def mark_all(self) -> None:
+        self._everything = True
+
+    def take(self) -> set[str] | None:
+        """The uids to look at (None: all), forgetting them."""
+        if self._everything:
+            self._everything = False
+            self._dirty = set()
+            return None
+        dirty, self._dirty = self._dirty, set()
+        return dirty
 
 
 class GcTrigger:
@@ -268,8 +457,13 @@ def run_on_changes(
     ]
     for t in threads:
         t.start()
+
     # Wake the loop below as soon as stop is set instead of at the next resync.
-    threading.Thread(target=lambda: (stop.wait(), dirty.set()), name=f"{name}-stop", daemon=True).start()
+    def wake_on_stop() -> None:
+        stop.wait()
+        dirty.set()
+
+    threading.Thread(target=wake_on_stop, name=f"{name}-stop", daemon=True).start()
     try:
         while not stop.is_set():
             dirty.wait(resync_seconds)

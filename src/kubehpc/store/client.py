@@ -11,8 +11,10 @@ Resources are named the way manifests name them: ``api_version`` ("v1", "batch/v
 
 from __future__ import annotations
 
+import contextlib
 import enum
 from collections.abc import AsyncIterator, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -161,3 +163,18 @@ class Client(Protocol):
         """Delete (or begin deleting) the object; returns it as last stored, with
         ``metadata.deletionTimestamp`` set when finalizers or foreground deletion keep it."""
         ...
+
+
+@runtime_checkable
+class BatchingClient(Protocol):
+    def batch(self) -> AbstractContextManager[None]: ...
+
+
+def write_batch(client: Client) -> AbstractContextManager[None]:
+    """One transaction for the writes inside the block when ``client`` can (the embedded store:
+    one SQLite commit, one wake-up per watcher); each write on its own elsewhere (an API
+    server). Level-triggered callers only: if the commit fails, every write of the block is
+    rolled back, and the caller must look again at what is stored."""
+    if isinstance(client, BatchingClient):
+        return client.batch()
+    return contextlib.nullcontext()

@@ -10,6 +10,7 @@ Parse errors raise ``errors.BadRequest`` naming the selector, as the API server 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -151,8 +152,10 @@ def _parse_requirement(selector: str, text: str) -> Requirement:
     return Requirement(part, "exists")
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_label_selector(selector: str) -> LabelSelector:
-    """Parse the string form (``?labelSelector=``, ``kubectl -l``)."""
+    """Parse the string form (``?labelSelector=``, ``kubectl -l``). Cached: controllers list
+    with the same few selectors over and over (a Job's pods), and the result is immutable."""
     if not selector.strip():
         return EVERYTHING
     return LabelSelector(tuple(_parse_requirement(selector, p) for p in _split_top_level(selector)))

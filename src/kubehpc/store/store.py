@@ -64,6 +64,11 @@ class Store(WritesMixin):
         self._lock = threading.RLock()
         # resource key -> namespace ("" when cluster-scoped) -> name -> current record
         self._objects: dict[str, dict[str, dict[str, Record]]] = {rt.key: {} for rt in registry}
+        # resource key -> (label key, value) -> namespace -> names: a list by label (a Job's
+        # pods, a queue's workloads) reads only the objects carrying the label, not every one.
+        # Built for a resource on its first list by label (so a reload decodes nothing), then
+        # kept current by every write.
+        self._by_label: dict[str, dict[tuple[str, str], dict[str, set[str]]]] = {}
         self._rv = 0
         self._history: deque[Change] = deque()
         self._memory_history = memory_history
@@ -148,6 +153,8 @@ class Store(WritesMixin):
     def _apply(self, change: Change) -> None:
         """Put a change into the indexes and queue it for the next commit."""
         by_name = self._objects[change.resource].setdefault(change.namespace, {})
+        new = None if change.type == DELETED else change.record
+        self._index(change.resource, change.namespace, change.name, by_name.get(change.name), new)
         if change.type == DELETED:
             by_name.pop(change.name, None)
             if not by_name:
@@ -161,6 +168,7 @@ class Store(WritesMixin):
     def _rollback(self) -> None:
         for change in reversed(self._pending):
             by_name = self._objects[change.resource].setdefault(change.namespace, {})
+            self._index(change.resource, change.namespace, change.name, by_name.get(change.name), change.prev)
             if change.prev is None:
                 by_name.pop(change.name, None)
             else:
@@ -168,6 +176,41 @@ class Store(WritesMixin):
         if self._pending:
             self._rv = self._pending[0].rv - 1
         self._pending = []
+
+    def _index(
+        self, resource: str, namespace: str, name: str, old: Record | None, new: Record | None
+    ) -> None:
+        """Move ``name`` in the label index from the labels of ``old`` to those of ``new``."""
+        index = self._by_label.get(resource)
+        if index is None:
+            return  # not indexed (yet)
+        before = (old.meta.get("labels") or {}) if old is not None else {}
+        after = (new.meta.get("labels") or {}) if new is not None else {}
+        if before == after:
+            return
+        for pair in before.items():
+            if after.get(pair[0]) != pair[1]:
+                by_ns = index.get(pair)
+                names = by_ns.get(namespace) if by_ns is not None else None
+                if names is not None:
+                    names.discard(name)
+                    if not names:
+                        del by_ns[namespace]  # type: ignore[union-attr]
+                        if not by_ns:
+                            del index[pair]
+        for pair in after.items():
+            if before.get(pair[0]) != pair[1]:
+                index.setdefault(pair, {}).setdefault(namespace, set()).add(name)
+
+    def _label_index(self, resource: str) -> dict[tuple[str, str], dict[str, set[str]]]:
+        """The label index of ``resource``, built now if this is its first list by label."""
+        index = self._by_label.get(resource)
+        if index is None:
+            index = self._by_label[resource] = {}
+            for namespace, by_name in self._objects[resource].items():
+                for name, rec in by_name.items():
+                    self._index(resource, namespace, name, None, rec)
+        return index
 
     def _flush(self) -> None:
         pending = self._pending
@@ -255,6 +298,13 @@ class Store(WritesMixin):
             namespaces = [pinned_ns] if pinned_ns is not None else sorted(by_ns)
             candidates: list[tuple[str, str, Record]] = []
             pinned_name = fields.exact("metadata.name")
+            # One equality requirement is enough to read only the objects with that label.
+            indexed = next(
+                (r for r in labels.requirements if r.op in ("=", "in") and len(r.values) == 1), None
+            )
+            labelled = (
+                self._label_index(rt.key).get((indexed.key, indexed.values[0]), {}) if indexed else None
+            )
             for ns in namespaces:
                 by_name = by_ns.get(ns)
                 if not by_name:
@@ -264,6 +314,8 @@ class Store(WritesMixin):
                 if pinned_name is not None:
                     rec = by_name.get(pinned_name)
                     items = [(pinned_name, rec)] if rec is not None else []
+                elif labelled is not None:
+                    items = sorted((n, by_name[n]) for n in labelled.get(ns, ()) if n in by_name)
                 else:
                     items = sorted(by_name.items())
                 for name, rec in items:

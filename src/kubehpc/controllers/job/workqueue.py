@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import threading
 import time
 
@@ -9,10 +10,17 @@ Key = tuple[str, str]
 
 
 class WorkQueue:
-    """Each key is queued at most once, at the earliest time anyone asked for it."""
+    """Each key is queued at most once, at the earliest time anyone asked for it.
+
+    The due times are kept in a heap (entries made stale by an earlier due time are skipped
+    when they surface), so taking the next key costs O(log n), not a scan of every queued key:
+    a controller with thousands of keys queued must not spend its time finding the next one.
+    """
 
     def __init__(self) -> None:
         self._due: dict[Key, float] = {}
+        self._heap: list[tuple[float, int, Key]] = []
+        self._seq = 0  # keeps the heap from ever comparing keys, and equal due times in order
         self._cond = threading.Condition()
         self._closed = False
 
@@ -21,6 +29,8 @@ class WorkQueue:
         with self._cond:
             if key not in self._due or due < self._due[key]:
                 self._due[key] = due
+                self._seq += 1
+                heapq.heappush(self._heap, (due, self._seq, key))
                 self._cond.notify()
 
     def get(self, timeout_s: float) -> Key | None:
@@ -29,9 +39,13 @@ class WorkQueue:
         with self._cond:
             while not self._closed:
                 now = time.monotonic()
-                if self._due:
-                    key, due = min(self._due.items(), key=lambda kv: kv[1])
+                heap = self._heap
+                while heap and self._due.get(heap[0][2]) != heap[0][0]:
+                    heapq.heappop(heap)  # stale: the key was taken, or moved earlier
+                if heap:
+                    due, _, key = heap[0]
                     if due <= now:
+                        heapq.heappop(heap)
                         del self._due[key]
                         return key
                     wait = min(due, deadline) - now
