@@ -5,7 +5,8 @@
         --policy conservative --report out/kth
 
 No control plane is needed. The pool is ``--procs N``, the totals of ``--cluster FILE``, or
-the machine size the trace's header declares.
+the machine size the trace's header declares. ``--queues FILE`` (Kueue queue and quota
+manifests) sends every job through the admission core instead (``sim/queues.py``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from kubehpc.sim.cluster import capacity_from_cluster, capacity_from_header, cap
 from kubehpc.sim.engine import SimOptions, SimResult, simulate
 from kubehpc.sim.estimates import EstimateSource
 from kubehpc.sim.metrics import summary
+from kubehpc.sim.queues import read_queues, simulate_queues
 from kubehpc.sim.report import write_jobs_csv, write_report
 from kubehpc.sim.traces import Trace, TraceError, read_trace
 
@@ -38,6 +40,12 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     pool = p.add_mutually_exclusive_group()
     pool.add_argument("--procs", type=int, help="one pool of N processors (GPUs for a GPU trace)")
     pool.add_argument("--cluster", help="cluster config (as for `kubehpc up`): the pool is its totals")
+    p.add_argument(
+        "--queues",
+        metavar="FILE",
+        help="Kueue ResourceFlavors, Cohorts, ClusterQueues and LocalQueues: jobs go through the "
+        "admission core, to the LocalQueue named by their queue",
+    )
     p.add_argument(
         "--policy",
         action="append",
@@ -101,6 +109,7 @@ def run(session: Session, args: argparse.Namespace) -> int:
     try:
         trace = read_trace(args.trace)
         capacity = _capacity(trace, args)
+        queues = read_queues(args.queues) if args.queues else None
     except TraceError as exc:
         raise CliError(str(exc)) from None
     results: list[SimResult] = []
@@ -111,7 +120,10 @@ def run(session: Session, args: argparse.Namespace) -> int:
             kill_at_limit=args.kill_at_limit,
             start_estimates=args.start_estimates,
         )
-        results.append(simulate(trace, capacity, options))
+        if queues is not None:
+            results.append(simulate_queues(trace, capacity, queues, options))
+        else:
+            results.append(simulate(trace, capacity, options))
     summaries = [summary(r) for r in results]
     if args.csv:
         write_jobs_csv(results[0], Path(args.csv))
@@ -137,6 +149,8 @@ def _argv(args: argparse.Namespace) -> list[str]:
         out += ["--procs", str(args.procs)]
     if args.cluster:
         out += ["--cluster", args.cluster]
+    if args.queues:
+        out += ["--queues", args.queues]
     for p in args.policy or []:
         out += ["--policy", p]
     if args.estimate != str(EstimateSource.REQUESTED):

@@ -44,14 +44,19 @@ from kubehpc.slurm.views import (
     SACCT_LONG,
     SQUEUE_DEFAULT,
     SQUEUE_LONG,
+    SQUEUE_START,
+    estimated_starts_of,
     sacct_json,
     sacct_text,
     scontrol_job,
     squeue_json,
     squeue_order,
     squeue_text,
+    with_estimated_starts,
 )
 from kubehpc.store.client import ListOptions, PatchType
+
+KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta2"
 
 RECENT_S = 300  # Slurm's MinJobAge: finished jobs stay in squeue this long
 Obj = dict[str, Any]
@@ -80,7 +85,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("-h", "--noheader", action="store_true")
     p.add_argument("-S", "--sort", default="", help="P,t,-p (default) or i (job id)")
     p.add_argument(
-        "--start", action="store_true", help="estimated start times (N/A until the scheduler gives them)"
+        "--start", action="store_true", help="pending jobs with the scheduler's estimated start times"
     )
     p.add_argument("--json", action="store_true")
     p.add_argument("-a", "--all", action="store_true", help="accepted for compatibility")
@@ -181,9 +186,11 @@ def run_squeue(session: Session, args: argparse.Namespace) -> int:
     if args.long:
         print(time.strftime("%a %b %d %H:%M:%S %Y"), file=session.stdout)
     fmt = args.format or (SQUEUE_LONG if args.long else SQUEUE_DEFAULT)
-    if args.start and not args.format:
-        fmt = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %R"
-        records = [r for r in records if r.state == "PENDING"]
+    if args.start:
+        # The estimates the scheduler wrote on each Job's Workload (controllers/kueue/estimates.py).
+        workloads = session.client().list(KUEUE_API_VERSION, "Workload").items
+        records = with_estimated_starts(records, estimated_starts_of(workloads))
+        fmt = args.format or SQUEUE_START
     try:
         text = squeue_text(records, now, fmt, args.long_format, header=not args.noheader)
     except FormatError as exc:

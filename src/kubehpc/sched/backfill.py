@@ -174,13 +174,31 @@ def head_reservation(
     order = np.argsort(ends, kind="stable")
     sorted_ends = ends[order]
     available = free + np.cumsum(running_sizes[order], axis=0)
+    return shadow_time(sorted_ends, available, head_size)
+
+
+def shadow_time(sorted_ends: FloatArray, available: IntArray, head_size: IntArray) -> tuple[float, IntArray]:
+    """EASY's reservation from a release series: ``available[i]`` is what is free once every
+    job ending at or before ``sorted_ends[i]`` (ascending) has ended. The admission core builds
+    the series from its quota tree (where a release does not simply add up) and calls this."""
     enough = _fit_rows(-available, -head_size)  # available >= head, every resource
     if not enough.any():
-        return NO_TIME, np.zeros_like(free)
+        return NO_TIME, np.zeros_like(head_size)
     first = int(enough.argmax())
     shadow = float(sorted_ends[first])
     last = int(np.searchsorted(sorted_ends, shadow, side="right")) - 1
     return shadow, available[last] - head_size
+
+
+def may_backfill(
+    now: float, estimates: FloatArray, sizes: IntArray, shadow: float, extra: IntArray
+) -> BoolArray:
+    """EASY's rule for jobs behind the blocked head that fit now: each may start if it ends by
+    the shadow time or fits in the extra capacity (whoever starts on the extra consumes it).
+    Rows of ``estimates``/``sizes`` are candidates; the result says which pass, each judged
+    alone against ``extra`` as given."""
+    ok: BoolArray = (now + estimates <= shadow) | _fit_rows(sizes, extra)
+    return ok
 
 
 def easy(pool: Pool) -> Plan:
@@ -206,7 +224,7 @@ def easy(pool: Pool) -> Plan:
         run_sizes = np.concatenate([run_sizes, sizes[:k]])
     shadow, extra = head_reservation(now, free, sizes[k], ends, run_sizes)
     short = now + pool.queue_estimates[scan:] <= shadow
-    candidates = fit_free & (short | _fit_rows(rest, extra))
+    candidates = fit_free & may_backfill(now, pool.queue_estimates[scan:], rest, shadow, extra)
     starts = list(range(k))
     offset = 0
     while True:
@@ -284,13 +302,16 @@ class Profile:
         self.free = np.concatenate((free[:j], free[i:j], free[j:]))
         return j
 
-    def earliest(self, size: IntArray, duration: float) -> float:
+    def earliest(self, size: IntArray, duration: float, not_before: float = -math.inf) -> float:
         """The earliest start at a breakpoint where ``size`` fits for ``duration`` seconds.
 
         Only breakpoints can be the earliest start: capacity changes only there. ``inf`` when
-        ``size`` exceeds what the profile ever frees.
+        ``size`` exceeds what the profile ever frees. ``not_before`` (a breakpoint) keeps the
+        start at or after it: a queue where no job may pass the one ahead.
         """
         ok = _fit_rows(-self.free, -size)  # free >= size, every resource
+        if not_before > self.times[0]:
+            ok = ok & (self.times >= not_before)
         n = len(ok)
         bad = np.where(ok, n, np.arange(n))
         next_bad = np.minimum.accumulate(bad[::-1])[::-1]

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
+from kubehpc.api.kinds.kueue.workload import ESTIMATED_START_ANNOTATION
 from kubehpc.slurm.columns import Column, named_format, percent_format, render, sacct_table
 from kubehpc.slurm.jobs import SlurmJob
 from kubehpc.slurm.timefmt import format_elapsed, format_sacct_elapsed, format_time_limit
 
 SQUEUE_DEFAULT = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"
 SQUEUE_LONG = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R"
+SQUEUE_START = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R"
+"""squeue --start: Slurm's own format for it (with --sort=S --states=PENDING)."""
 SACCT_DEFAULT = "JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode"
 SACCT_LONG = "JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode,Elapsed,Start,End,NodeList"
 
@@ -56,6 +61,9 @@ def squeue_columns(now: float, tz: int | None = None) -> dict[str, Column[SlurmJ
         "Z": col("WORK_DIR", lambda r: r.work_dir),
         "o": col("COMMAND", lambda r: r.command),
         "E": col("DEPENDENCY", lambda r: r.dependency or "(null)"),
+        # The nodes the scheduler plans a pending job on: kubehpc's estimates are per quota,
+        # not per node, so it names none — as Slurm does for a job it has not planned.
+        "Y": col("SCHEDNODES", lambda r: "(null)"),
         "y": col("NICE", lambda r: str(r.nice)),
         "Q": col("PRIORITY", lambda r: str(r.priority)),
     }
@@ -88,9 +96,42 @@ _LONG_NAMES = {
     "WorkDir": "Z",
     "Command": "o",
     "Dependency": "E",
+    "SchedNodes": "Y",
     "Nice": "y",
     "Priority": "Q",
 }
+
+
+def with_estimated_starts(
+    records: Sequence[SlurmJob], starts: Mapping[tuple[str, str], float]
+) -> list[SlurmJob]:
+    """squeue --start: the pending records, each with its Job's estimated start (``starts``:
+    (namespace, Job name) -> seconds; what the scheduler wrote on the Job's Workload) as its
+    START_TIME, in order of increasing start time as ``--sort=S`` gives (unknown, N/A, first,
+    as Slurm's zero start time sorts), ties by job id."""
+    out = [
+        replace(r, start_time=starts.get((r.namespace, r.k8s_name))) for r in records if r.state == "PENDING"
+    ]
+    out.sort(key=lambda r: (r.start_time or 0.0, r.array_job_id or r.numeric_id, r.job_id))
+    return out
+
+
+def estimated_starts_of(workloads: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], float]:
+    """(namespace, Job name) -> estimated start, from the Workloads the scheduler annotated."""
+    out: dict[tuple[str, str], float] = {}
+    for wl in workloads:
+        meta = wl.get("metadata") or {}
+        text = (meta.get("annotations") or {}).get(ESTIMATED_START_ANNOTATION)
+        if not text:
+            continue
+        try:
+            at = datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            continue
+        for ref in meta.get("ownerReferences") or ():
+            if ref.get("kind") == "Job":
+                out[(str(meta.get("namespace") or "default"), str(ref.get("name")))] = at
+    return out
 
 
 def _time_left(r: SlurmJob, now: float) -> str:

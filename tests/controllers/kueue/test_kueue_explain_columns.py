@@ -67,5 +67,6 @@ def test_the_columns_are_computed_and_the_message_is_for_wide_output_only() -> N
         ("State", 0, ""),
         ("Position", 0, ""),
         ("Reason", 0, ""),
+        ("Estimated Start", 1, ""),
         ("Message", 1, ""),
     ]

@@ -32,6 +32,7 @@ from typing import Any
 import orjson
 
 from kubehpc.api.errors import ApiError
+from kubehpc.api.kinds.kueue.conversion import domains_to_slices
 from kubehpc.api.kinds.kueue.workload import PENDING_REASON_ANNOTATION, POSITION_ANNOTATION
 from kubehpc.api.quantity import resource_units
 from kubehpc.controllers.job.clock import Clock, RealClock
@@ -49,7 +50,7 @@ from kubehpc.controllers.kueue.queuestatus import (
     quota_cells,
 )
 from kubehpc.controllers.scheduling.informer import RELIST, Event, Informer
-from kubehpc.sched.admission.build import snapshot_from_objects
+from kubehpc.sched.admission.build import WorkloadMemo, snapshot_from_objects
 from kubehpc.sched.admission.decisions import (
     Admission,
     AdmissionDecisions,
@@ -58,7 +59,8 @@ from kubehpc.sched.admission.decisions import (
     Preemption,
 )
 from kubehpc.sched.admission.model import AdmissionConfig, AdmissionSnapshot
-from kubehpc.store.client import Client, PatchType
+from kubehpc.sched.planned import HOSTNAME_LEVEL
+from kubehpc.store.client import Client, PatchType, write_batch
 from kubehpc.store.events import EventRecorder
 
 log = logging.getLogger(__name__)
@@ -155,6 +157,7 @@ class AdmissionLoop:
         self.events: EventSink = events or EventRecorder(client, k.COMPONENT).record
         self.decide = decide
         self.cache = C.AdmissionCache()
+        self._memo = WorkloadMemo()  # workloads unchanged since the last cycle are not rebuilt
         self._queue: queue.Queue[Event] = queue.Queue()
         watched = [(k.KUEUE_API_VERSION, kind) for kind in KUEUE_KINDS] + [("v1", C.NAMESPACE)]
         if self.options.check_nodes:
@@ -298,6 +301,7 @@ class AdmissionLoop:
             namespaces=cache.values(C.NAMESPACE),
             table=cache.node_table() if self.options.check_nodes else None,
             config=self.options.config,
+            memo=self._memo,
         )
 
     def run_cycle(self) -> CycleReport:
@@ -306,16 +310,26 @@ class AdmissionLoop:
         now = self.clock.now()
         decisions = self.decide(self.snapshot(), now.timestamp())
         failed_before = self._failures
-        admitted = sum(self._admit(a, now) for a in decisions.admissions)
-        waiting = decisions.pending_by_key() if decisions.preemptions else {}
-        preempted = sum(self._preempt(d, waiting, now) for d in decisions.preemptions)
-        evicted = sum(self._evict(e.workload, e.uid, e.reason, e.message, now) for e in decisions.evictions)
-        self._write_queue_status(decisions, now)
-        self._backlog = [
-            _Explanation(p.workload, p.uid, _reason(p), p.message, p.position, _code(p))
-            for p in sorted(decisions.pending, key=lambda p: (p.position < 0, p.position, p.workload))
-        ]
-        self._explain_some()
+        try:
+            # One commit (and one wake-up per watcher) for the whole cycle's writes.
+            with write_batch(self.client):
+                admitted = sum(self._admit(a, now) for a in decisions.admissions)
+                waiting = decisions.pending_by_key() if decisions.preemptions else {}
+                preempted = sum(self._preempt(d, waiting, now) for d in decisions.preemptions)
+                evicted = sum(
+                    self._evict(e.workload, e.uid, e.reason, e.message, now) for e in decisions.evictions
+                )
+                self._write_queue_status(decisions, now)
+                self._backlog = [
+                    _Explanation(p.workload, p.uid, _reason(p), p.message, p.position, _code(p))
+                    for p in sorted(decisions.pending, key=lambda p: (p.position < 0, p.position, p.workload))
+                ]
+                self._explain_some()
+        except Exception:
+            # The commit failed and took every write of the cycle with it: the cache holds
+            # their replies, so read everything again before the next cycle.
+            self.sync()
+            raise
         failed = self._failures - failed_before
         if not failed:
             self._failures = 0
@@ -560,19 +574,26 @@ def _copy(obj: Obj) -> Obj:
 
 
 def admission_of(decision: Admission) -> Obj:
-    """``status.admission`` for an admission decision, as Kueue writes it."""
-    return {
-        "clusterQueue": decision.cluster_queue,
-        "podSetAssignments": [
-            {
-                "name": ps.admission.name,
-                "flavors": dict(ps.admission.flavors),
-                "resourceUsage": {r: quantity_text(r, a) for r, a in ps.admission.usage},
-                "count": ps.admission.count,
-            }
-            for ps in decision.pod_sets
-        ],
-    }
+    """``status.admission`` for an admission decision, as Kueue writes it. The nodes the core
+    chose for the pods are Kueue's topology assignment at the hostname level, so TAS tooling
+    reads them and the scheduler binds the pods there."""
+    assignments = []
+    for ps in decision.pod_sets:
+        assignment: Obj = {
+            "name": ps.admission.name,
+            "flavors": dict(ps.admission.flavors),
+            "resourceUsage": {r: quantity_text(r, a) for r, a in ps.admission.usage},
+            "count": ps.admission.count,
+        }
+        if ps.nodes:
+            assignment["topologyAssignment"] = domains_to_slices(
+                {
+                    "levels": [HOSTNAME_LEVEL],
+                    "domains": [{"values": [node], "count": n} for node, n in ps.nodes if n > 0],
+                }
+            )
+        assignments.append(assignment)
+    return {"clusterQueue": decision.cluster_queue, "podSetAssignments": assignments}
 
 
 def _reason(p: Pending) -> str:

@@ -14,12 +14,13 @@ Owned by one thread (the loop's); informer threads only queue events. Two rules 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
 import orjson
 
-from kubehpc.sched.admission.build import node_table
+from kubehpc.sched.admission.build import PodUse, Promise, pod_use, promised_room, promises_of, table_of
 from kubehpc.sched.nodetable import NodeTable
 
 Obj = dict[str, Any]
@@ -115,6 +116,13 @@ class AdmissionCache:
         self.dirty = True
         self._nodes_dirty = True
         self._table: NodeTable | None = None
+        # Kept as events arrive, so a new node table costs a pass over the nodes, not over
+        # every pod and workload: what each bound pod takes, the sums per node, the bound pods
+        # per pod set and node, and the node choices of admitted workloads.
+        self._uses: dict[str, PodUse] = {}
+        self._used: dict[str, Counter[str]] = {}
+        self._bound: Counter[tuple[str, str, str, str]] = Counter()
+        self._promises: dict[str, tuple[Promise, ...]] = {}
 
     # --- events ------------------------------------------------------------------------------
 
@@ -130,6 +138,9 @@ class AdmissionCache:
         self.objects[kind][key] = obj
         if kind == WORKLOAD:
             self._assumed.pop(key, None)  # a newer version than the one assumed upon
+            self._track_workload(key, obj)
+        elif kind == POD:
+            self._track_pod(key, pod_use(obj))
         self._touch(kind, key, fingerprint(kind, obj))
 
     def delete(self, kind: str, obj: Obj) -> None:
@@ -138,6 +149,9 @@ class AdmissionCache:
             self._touch(kind, key, None)
         if kind == WORKLOAD:
             self._assumed.pop(key, None)
+            self._track_workload(key, None)
+        elif kind == POD:
+            self._track_pod(key, None)
 
     def replace(self, kind: str, objs: Iterable[Obj]) -> None:
         """A full list: what is not in it is gone (assumed workloads included)."""
@@ -165,7 +179,7 @@ class AdmissionCache:
         else:
             prints[key] = print_
         self.dirty = True
-        if kind in (NODE, POD):
+        if kind == NODE:
             self._nodes_dirty = True
 
     # --- assume / forget ----------------------------------------------------------------------
@@ -176,6 +190,7 @@ class AdmissionCache:
             self._assumed[key] = self.objects[WORKLOAD].get(key)
         self.objects[WORKLOAD][key] = obj
         self._prints[WORKLOAD][key] = fingerprint(WORKLOAD, obj)
+        self._track_workload(key, obj)
 
     def confirm(self, obj: Obj) -> None:
         """The write went through: keep the stored version it returned."""
@@ -183,6 +198,7 @@ class AdmissionCache:
         self._assumed.pop(key, None)
         self.objects[WORKLOAD][key] = obj
         self._prints[WORKLOAD][key] = fingerprint(WORKLOAD, obj)
+        self._track_workload(key, obj)
 
     def forget(self, key: str) -> None:
         """The write failed: back to what was seen before. (The loop schedules the retry, with
@@ -196,6 +212,38 @@ class AdmissionCache:
         else:
             self.objects[WORKLOAD][key] = before
             self._prints[WORKLOAD][key] = fingerprint(WORKLOAD, before)
+        self._track_workload(key, before)
+
+    # --- what nodes hold ---------------------------------------------------------------------
+
+    def _track_pod(self, key: str, use: PodUse | None) -> None:
+        before = self._uses.pop(key, None)
+        if before == use:
+            if use is not None:
+                self._uses[key] = use
+            return
+        for current, sign in ((before, -1), (use, 1)):
+            if current is None:
+                continue
+            into = self._used.setdefault(current.node, Counter())
+            for r, a in current.requests:
+                into[r] += sign * a
+            if current.group is not None:
+                self._bound[(*current.group, current.node)] += sign
+                self._bound[(*current.group, "")] += sign
+        if use is not None:
+            self._uses[key] = use
+        self._nodes_dirty = True
+
+    def _track_workload(self, key: str, obj: Obj | None) -> None:
+        promises = promises_of(obj) if obj is not None else ()
+        if self._promises.get(key, ()) == promises:
+            return
+        if promises:
+            self._promises[key] = promises
+        else:
+            self._promises.pop(key, None)
+        self._nodes_dirty = True
 
     def keep(self, kind: str, obj: Obj) -> None:
         """Put in a version the loop wrote itself (queue status, a pending message)."""
@@ -211,9 +259,11 @@ class AdmissionCache:
         return list(self.objects[kind].values())
 
     def node_table(self) -> NodeTable | None:
-        """The nodes with what their pods use, rebuilt only after nodes or pods changed."""
+        """The nodes with what their pods use (and what admitted pods not bound yet will use),
+        rebuilt only after nodes, pods or workloads changed."""
         if self._nodes_dirty:
             nodes = self.values(NODE)
-            self._table = node_table(nodes, self.values(POD)) if nodes else None
+            promised = promised_room((p for ps in self._promises.values() for p in ps), self._bound)
+            self._table = table_of(nodes, self._used, promised) if nodes else None
             self._nodes_dirty = False
         return self._table

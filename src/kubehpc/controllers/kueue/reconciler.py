@@ -42,12 +42,20 @@ from kubehpc.controllers.kueue.jobframework import (
 from kubehpc.controllers.kueue.webhooks import DEFAULT_INTEGRATIONS
 from kubehpc.controllers.scheduling.priority import resolve_priority
 from kubehpc.controllers.watching import Followers
-from kubehpc.store.client import Client
+from kubehpc.sched.planned import (
+    PLANNED_NODES_ANNOTATION,
+    POD_SET_ANNOTATION,
+    WORKLOAD_ANNOTATION,
+    encode,
+    plan_of_assignment,
+)
+from kubehpc.store.client import Client, write_batch
 from kubehpc.store.events import EventRecorder
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 COMPOSE_RETRY_S = 30.0
+WRITE_BATCH = 32  # reconciles whose writes share one commit, when the store can batch
 
 
 class ComposeError(Exception):
@@ -242,6 +250,12 @@ class JobReconciler:
             assignment = assigned.get(name) or {}
             count = assignment.get("count")
             info = PodSetInfo(name=name, count=int(count if count is not None else pod_set.get("count", 1)))
+            nodes = plan_of_assignment(assignment)
+            if nodes:
+                # Where admission placed the pods: the scheduler binds them there (sched/planned.py).
+                info.annotations[POD_SET_ANNOTATION] = name
+                info.annotations[WORKLOAD_ANNOTATION] = str(wl["metadata"]["name"])
+                info.annotations[PLANNED_NODES_ANNOTATION] = encode(nodes)
             for flavor_name in sorted(set((assignment.get("flavors") or {}).values())):
                 if flavor_name not in flavors:
                     flavors[flavor_name] = self.client.get(
@@ -301,9 +315,26 @@ class JobReconciler:
             key = self.queue.get(timeout_s=0.5)
             if key is None:
                 continue
-            self._work(key)
+            self._work_batch(key)
         self.queue.close()
         followers.stop()
+
+    def _work_batch(self, first: Key) -> None:
+        """Reconcile ``first`` and the other jobs due now (up to ``WRITE_BATCH``) in one write
+        batch: a burst of jobs costs one commit per batch instead of one per write."""
+        done: list[Key] = []
+        try:
+            with write_batch(self.client):
+                key: Key | None = first
+                while key is not None:
+                    done.append(key)
+                    self._work(key)
+                    key = self.queue.get(0.0) if len(done) < WRITE_BATCH else None
+        except Exception:
+            # The commit failed and took the batch's writes with it: look at every job again.
+            log.exception("committing the writes of %d job reconciles failed; retrying", len(done))
+            for key in done:
+                self.queue.add(key, 1.0)
 
     def _work(self, key: Key) -> None:
         kind, ref = key

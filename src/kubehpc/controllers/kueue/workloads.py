@@ -16,6 +16,8 @@ from kubehpc.controllers.job.spec import parse_time
 from kubehpc.controllers.kueue import constants as k
 from kubehpc.controllers.kueue.conditions import find, is_true, set_condition
 from kubehpc.controllers.kueue.jobframework import Integration
+from kubehpc.controllers.kueue.runtimes import runtime_fields
+from kubehpc.sched.admission.reservations import RUNTIME_ESTIMATE_ANNOTATION
 
 Obj = dict[str, Any]
 _HASH_LENGTH = 5
@@ -49,6 +51,10 @@ def new_workload(
     spec: Obj = {"queueName": queue, "podSets": pod_sets, "priority": priority}
     if priority_class_ref is not None:
         spec["priorityClassRef"] = priority_class_ref
+    # kubehpc (H2): the runtime estimate backfill and estimated starts plan with (runtimes.py).
+    max_exec, estimate = runtime_fields(job)
+    if max_exec is not None:
+        spec["maximumExecutionTimeSeconds"] = max_exec
     return {
         "apiVersion": k.KUEUE_API_VERSION,
         "kind": k.WORKLOAD,
@@ -56,6 +62,7 @@ def new_workload(
             "name": name,
             "namespace": meta.get("namespace") or "default",
             "labels": {k.JOB_UID_LABEL: meta["uid"]},
+            **({"annotations": {RUNTIME_ESTIMATE_ANNOTATION: estimate}} if estimate is not None else {}),
             "ownerReferences": [
                 {
                     "apiVersion": integration.api_version,

@@ -33,7 +33,9 @@ Interface (stable; the runtime's admission loop depends on it)::
 Modules: ``model`` (input values), ``build`` (objects -> snapshot), ``quota`` (the cohort tree:
 nominal, lending and borrowing limits, usage), ``flavors`` (flavor assignment and fungibility),
 ``preemption`` (victims: classic and fair sharing), ``fairshare`` (dominant resource share),
-``nodes`` (placement check), ``explain`` (messages), ``cycle`` (``decide``), ``decisions``.
+``nodes`` (placement check), ``explain`` (messages), ``cycle`` (``decide``), ``decisions``,
+``reservations`` (backfill policies and estimated starts; ``decide(snapshot, now, estimate=True)``
+fills ``Pending.estimated_start``).
 
 One call runs as many of Kueue's scheduling cycles as make progress (see ``cycle.py``); the
 result is what repeated cycles would give if no workload finished meanwhile. No I/O, clock or

@@ -9,8 +9,9 @@ Workload whose LocalQueue or ClusterQueue is missing stays pending with that rea
 from __future__ import annotations
 
 import functools
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -40,8 +41,14 @@ from kubehpc.sched.admission.model import (
     ResourceGroup,
     Workload,
 )
+from kubehpc.sched.admission.reservations import (
+    INVALID_BACKFILL_POLICY,
+    backfill_policy_of,
+    runtime_estimate_of,
+)
 from kubehpc.sched.model import PODS, NodeInfo, PodShape, Taint, Toleration
 from kubehpc.sched.nodetable import NodeTable
+from kubehpc.sched.planned import POD_SET_ANNOTATION, WORKLOAD_ANNOTATION, plan_of_assignment
 from kubehpc.sched.podspec import pod_requests, shape_of
 
 Obj = Mapping[str, Any]
@@ -180,6 +187,10 @@ def cluster_queue_of(obj: Obj, flavors: Mapping[str, Flavor]) -> ClusterQueue:
         message = f"Can't admit new workloads: references missing ResourceFlavor(s): {', '.join(missing)}."
     elif stop in (HOLD, HOLD_AND_DRAIN):
         reason, message = STOPPED, "Can't admit new workloads: is stopped."
+    # kubehpc: the ClusterQueue's backfill policy (sched/admission/reservations.py).
+    backfill, backfill_problem = backfill_policy_of(_meta(obj).get("annotations") or {})
+    if backfill_problem and not reason:
+        reason, message = INVALID_BACKFILL_POLICY, backfill_problem
     threshold = borrow.get("maxPriorityThreshold")
     return ClusterQueue(
         name=name,
@@ -199,6 +210,7 @@ def cluster_queue_of(obj: Obj, flavors: Mapping[str, Flavor]) -> ClusterQueue:
         ),
         stop_policy=stop,
         fair_weight=_weight(spec.get("fairSharing")),
+        backfill=backfill,
         inactive_reason=reason,
         inactive_message=message,
     )
@@ -324,7 +336,48 @@ def workload_of(
         problem=problem,
         problem_message=problem_message,
         job_uid=str((meta.get("labels") or {}).get(JOB_UID_LABEL) or ""),
+        runtime_estimate=runtime_estimate_of(meta, spec),  # kubehpc: for backfill and estimates
     )
+
+
+class WorkloadMemo:
+    """Workloads converted in earlier snapshots, reused while their object is the same.
+
+    The admission loop's cache replaces an object (never changes it in place) whenever a new
+    version arrives, so "the same dict as last time" means "nothing to convert again": a cycle
+    converts only the workloads that changed since the previous one, not all of them. Any
+    change of the local or cluster queues (rare) starts afresh, because a workload's queue
+    problem is read from them.
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[int, tuple[Obj, Workload | None]] = {}
+        self._queues: object = None
+
+    def workloads(
+        self,
+        objects: Iterable[Obj],
+        local_queues: Mapping[str, LocalQueue],
+        cluster_queues: Mapping[str, ClusterQueue],
+    ) -> list[Workload]:
+        queues = (tuple(local_queues.values()), tuple(cluster_queues.values()))
+        previous = self._seen if queues == self._queues else {}
+        self._queues = queues
+        seen: dict[int, tuple[Obj, Workload | None]] = {}
+        out = []
+        for obj in objects:
+            hit = previous.get(id(obj))
+            # The object itself is kept in the entry, so its id cannot be reused meanwhile.
+            wl = (
+                hit[1]
+                if hit is not None and hit[0] is obj
+                else workload_of(obj, local_queues, cluster_queues)
+            )
+            seen[id(obj)] = (obj, wl)
+            if wl is not None:
+                out.append(wl)
+        self._seen = seen
+        return out
 
 
 # --- nodes ---------------------------------------------------------------------------------------
@@ -340,18 +393,117 @@ def _units(resources: Obj) -> dict[str, int]:
     return out
 
 
-def node_table(nodes: Sequence[Obj], pods: Iterable[Obj]) -> NodeTable:
-    """Nodes with what their bound, still running pods use."""
-    used: dict[str, dict[str, int]] = {}
+Group = tuple[str, str, str]
+"""A pod set of a Workload: namespace, workload name, pod set name."""
+
+
+@dataclass(frozen=True, slots=True)
+class PodUse:
+    """What one bound, running pod takes from its node, and the pod set it belongs to."""
+
+    node: str
+    requests: tuple[tuple[str, int], ...]
+    group: Group | None
+
+
+@dataclass(frozen=True, slots=True)
+class Promise:
+    """An admitted pod set's node choice: ``plan`` pods on each node, each taking ``requests``."""
+
+    group: Group
+    plan: tuple[tuple[str, int], ...]
+    requests: tuple[tuple[str, int], ...]
+
+
+def pod_use(pod: Obj) -> PodUse | None:
+    """None for a pod that takes no room (not bound, or finished)."""
+    meta, spec = _meta(pod), _spec(pod)
+    node = spec.get("nodeName")
+    if not node or (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
+        return None
+    requests = {**pod_requests(spec), PODS: 1}
+    annotations = meta.get("annotations") or {}
+    workload = annotations.get(WORKLOAD_ANNOTATION)
+    group = None
+    if workload:
+        pod_set = str(annotations.get(POD_SET_ANNOTATION) or "main")
+        group = (str(meta.get("namespace") or "default"), str(workload), pod_set)
+    return PodUse(str(node), tuple(sorted(requests.items())), group)
+
+
+def promises_of(wl: Obj) -> tuple[Promise, ...]:
+    """The node choices of an admitted, unfinished workload (none for the others)."""
+    status = wl.get("status") or {}
+    conditions = _conditions(status)
+    admission = status.get("admission") or {}
+    if not _is_true(conditions, "QuotaReserved") or _is_true(conditions, "Finished") or not admission:
+        return ()
+    meta = _meta(wl)
+    namespace, name = str(meta.get("namespace") or "default"), str(meta.get("name", ""))
+    templates = {
+        str(ps.get("name") or "main"): ps.get("template") or {} for ps in _spec(wl).get("podSets") or ()
+    }
+    out = []
+    for psa in admission.get("podSetAssignments") or ():
+        plan = plan_of_assignment(psa)
+        if plan:
+            pod_set = str(psa.get("name") or "main")
+            spec = (templates.get(pod_set) or {}).get("spec") or {}
+            requests = _template(orjson.dumps(spec, option=orjson.OPT_SORT_KEYS))[0]
+            out.append(Promise((namespace, name, pod_set), plan, requests))
+    return tuple(out)
+
+
+def bound_key(group: Group, node: str) -> tuple[str, str, str, str]:
+    return (*group, node)
+
+
+def promised_room(
+    promises: Iterable[Promise], bound: Mapping[tuple[str, str, str, str], int]
+) -> dict[str, Counter[str]]:
+    """Per node, the room admitted pod sets were given there and have not taken yet.
+
+    ``bound`` counts the bound pods of each pod set per node (node ``""``: anywhere). A pod
+    bound off its plan (it fell back, or a gang placed it) still uses up one pod of the plan,
+    so what stays promised never exceeds the pods not bound at all."""
+    out: dict[str, Counter[str]] = {}
+    for promise in promises:
+        unbound = sum(n for _, n in promise.plan) - bound.get(bound_key(promise.group, ""), 0)
+        for node, count in promise.plan:
+            if unbound <= 0:
+                break
+            left = min(count - bound.get(bound_key(promise.group, node), 0), unbound)
+            if left > 0:
+                unbound -= left
+                into = out.setdefault(node, Counter())
+                for r, a in promise.requests:
+                    into[r] += a * left
+                into[PODS] += left
+    return out
+
+
+def node_table(nodes: Sequence[Obj], pods: Iterable[Obj], workloads: Iterable[Obj] = ()) -> NodeTable:
+    """Nodes with what their bound, still running pods use — plus, for ``workloads`` admitted
+    with a node choice (a hostname topology assignment), the pods chosen for a node and not
+    bound there yet: admission promised that room, so later cycles must not give it away."""
+    used: dict[str, Counter[str]] = {}
+    bound: Counter[tuple[str, str, str, str]] = Counter()
     for pod in pods:
-        spec = _spec(pod)
-        node = spec.get("nodeName")
-        if not node or (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
+        use = pod_use(pod)
+        if use is None:
             continue
-        into = used.setdefault(str(node), {})
-        for r, a in pod_requests(spec).items():
-            into[r] = into.get(r, 0) + a
-        into[PODS] = into.get(PODS, 0) + 1
+        used.setdefault(use.node, Counter()).update(dict(use.requests))
+        if use.group is not None:
+            bound[bound_key(use.group, use.node)] += 1
+            bound[bound_key(use.group, "")] += 1
+    promised = promised_room((p for wl in workloads for p in promises_of(wl)), bound)
+    return table_of(nodes, used, promised)
+
+
+def table_of(
+    nodes: Sequence[Obj], used: Mapping[str, Mapping[str, int]], promised: Mapping[str, Mapping[str, int]]
+) -> NodeTable:
+    """The node table of ``nodes`` with ``used`` and ``promised`` room taken."""
     infos = []
     for node in nodes:
         meta, spec, status = _meta(node), _spec(node), node.get("status") or {}
@@ -360,7 +512,7 @@ def node_table(nodes: Sequence[Obj], pods: Iterable[Obj]) -> NodeTable:
             NodeInfo(
                 name=name,
                 allocatable=_units(status.get("allocatable") or status.get("capacity") or {}),
-                used=used.get(name, {}),
+                used=dict(Counter(used.get(name, {})) + Counter(promised.get(name, {}))),
                 labels=dict(meta.get("labels") or {}),
                 taints=_taints(spec.get("taints")),
                 unschedulable=bool(spec.get("unschedulable")),
@@ -399,11 +551,13 @@ def snapshot_from_objects(
     pods: Sequence[Obj] = (),
     table: NodeTable | None = None,
     config: AdmissionConfig | None = None,
+    memo: WorkloadMemo | None = None,
 ) -> AdmissionSnapshot:
     """The admission snapshot of these objects (all Kueue kinds in the storage version, v1beta2).
 
     ``table`` may replace ``nodes``/``pods`` when the caller keeps a NodeTable already
-    (the scheduling loop's cache). Empty nodes: quota only, no placement check.
+    (the scheduling loop's cache). Empty nodes: quota only, no placement check. ``memo``
+    reuses the workloads converted by earlier calls (objects unchanged since).
     """
     flavors = {f.name: f for f in map(flavor_of, resource_flavors)}
     cohort_map = {c.name: c for c in map(cohort_of, cohorts)}
@@ -420,11 +574,9 @@ def snapshot_from_objects(
         if name and name not in cohort_map:
             cohort_map[name] = Cohort(name=name)
     lqs = {lq.key: lq for lq in map(local_queue_of, local_queues)}
-    wls = []
-    for obj in workloads:
-        wl = workload_of(obj, lqs, cqs)
-        if wl is not None:
-            wls.append(wl)
+    if memo is None:
+        memo = WorkloadMemo()
+    wls = memo.workloads(workloads, lqs, cqs)
     ns_labels: dict[str, dict[str, str]] = {}
     for ns in namespaces:
         meta = _meta(ns)

@@ -18,6 +18,11 @@ One cycle (Kueue's ``Scheduler.schedule``):
    else in this call (it remains the head). A head that does not fit is inadmissible: under
    BestEffortFIFO the next workload becomes head, under StrictFIFO the queue is blocked.
 
+With a backfill policy on the ClusterQueue (``reservations.py``, docs/backfill.md), a head that
+does not fit gets a reservation from the running workloads' estimated ends instead of blocking
+(StrictFIFO) or being passed freely (BestEffortFIFO), and a later head that fits is admitted
+only if it delays no reservation (else it waits: ``WaitsForReservation``).
+
 Cycles repeat while any head remains. Nothing is released within one call (workloads finish
 and victims leave only between calls), so a workload found inadmissible stays so, and the
 result is exactly what Kueue's repeated cycles give when no event arrives in between. Kueue
@@ -28,7 +33,10 @@ the wait between cycles.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any
+
+import numpy as np
 
 from kubehpc.sched.admission.decisions import (
     HUMAN_PREEMPTION_REASONS,
@@ -58,15 +66,24 @@ from kubehpc.sched.admission.model import (
     HOLD,
     HOLD_AND_DRAIN,
     LOWER_OR_NEWER_EQUAL_PRIORITY,
+    NO_BACKFILL,
     STRICT_FIFO,
     AdmissionSnapshot,
+    PodSet,
     PodSetAdmission,
     Workload,
 )
 from kubehpc.sched.admission.nodes import NodePlacer, NoRoom
 from kubehpc.sched.admission.preemption import Target, candidates, classic_targets, fair_targets
 from kubehpc.sched.admission.quota import QuotaTree
+from kubehpc.sched.admission.reservations import (
+    CONSERVATIVE_BACKFILL,
+    QueueReservations,
+    policy_of,
+    release_series,
+)
 from kubehpc.sched.admission.state import Holder
+from kubehpc.sched.backfill import NO_TIME
 
 
 @dataclass(slots=True)
@@ -93,12 +110,18 @@ def preemption_message(preemptor: Workload, reason: str, preemptor_path: str, pr
     )
 
 
+def stamp(seconds: float) -> str:
+    """A plan's instant in messages, as RFC 3339 (UTC)."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 class _Decider:
     """The working state of one decision; ``run`` returns the decisions."""
 
-    def __init__(self, snapshot: AdmissionSnapshot, now: float) -> None:
+    def __init__(self, snapshot: AdmissionSnapshot, now: float, estimate: bool = False) -> None:
         self.snap = snapshot
         self.now = now
+        self.estimate = estimate
         self.config = snapshot.config
         self.tree = QuotaTree(snapshot.cluster_queues, snapshot.cohorts)
         self.shares = Shares(self.tree)
@@ -123,6 +146,14 @@ class _Decider:
         self._no_targets: set[tuple[Any, ...]] = set()
         self._reserved: list[tuple[int, list[tuple[int, int]]]] = []
         """Usage of this cycle's preemptors, held until the cycle ends."""
+        self.policies = {
+            name: policy_of(q.cq.backfill, self.config.backfill) for name, q in self.queues.items()
+        }
+        self.reservations: dict[str, QueueReservations] = {}
+        """Per ClusterQueue with a backfill policy, once a workload in it did not fit."""
+        self._empty_tree: QuotaTree | None = None
+        self._empty_usage: dict[tuple[str, tuple[PodSet, ...]], list[tuple[int, int]] | None] = {}
+        self._queued: dict[str, list[Workload]] = {}
 
     # ----------------------------------------------------------------- setup
 
@@ -202,6 +233,7 @@ class _Decider:
                 queues[q.name].append(wl)
         for items in queues.values():
             items.sort(key=queue_order)
+        self._queued = queues
         return queues
 
     # ----------------------------------------------------------------- nomination
@@ -365,6 +397,86 @@ class _Decider:
         reason, text = quota_reason(q, self.tree, e.assignment)
         self._wait(e.wl, q.name, reason, text, never_fits(q, self.tree, e.wl, self.config.partial_admission))
 
+    # ----------------------------------------------------------------- backfill
+
+    def _queue_reservations(self, q: CompiledQueue, policy: str) -> QueueReservations:
+        qr = self.reservations.get(q.name)
+        if qr is None:
+            dims = sorted({fr for g in q.groups for cf in g.flavors for fr in cf.fr.values()})
+            root = self.tree.root[q.node]
+            holders = [
+                h for n in range(len(self.holders)) if self.tree.root[n] == root for h in self.holders[n]
+            ]
+            leaving = {id(h) for h in holders if id(h) in self.taken}
+            times, available = release_series(self.tree, q.node, dims, holders, self.now, leaving)
+            qr = self.reservations[q.name] = QueueReservations(policy, dims, times, available, self.now)
+        return qr
+
+    def _full_size(self, q: CompiledQueue, qr: QueueReservations, wl: Workload) -> np.ndarray | None:
+        """What ``wl`` takes of the queue's cells with the flavors it would get on an empty
+        cohort; None when it would not fit even then."""
+        # The empty cohort never changes: workloads with the same pod sets get the same answer.
+        key = (q.name, wl.pod_sets)
+        if key not in self._empty_usage:
+            if self._empty_tree is None:
+                self._empty_tree = QuotaTree(self.snap.cluster_queues, self.snap.cohorts)
+            a = assign(q, self._empty_tree, wl, full_counts(wl))
+            self._empty_usage[key] = a.usage if a.mode == FIT else None
+        usage = self._empty_usage[key]
+        return qr.size(usage) if usage is not None else None
+
+    def _reserve(self, e: _Entry, policy: str) -> None:
+        """A workload that does not fit gets its reservation (EASY: only the first one)."""
+        qr = self._queue_reservations(e.cq, policy)
+        size = self._full_size(e.cq, qr, e.wl)
+        if size is not None:
+            qr.block(e.wl, size)
+
+    def _held_back(self, e: _Entry, qr: QueueReservations, size: np.ndarray) -> None:
+        """``e`` fits but would delay a reservation: it waits (conservative: on its own one)."""
+        key, at = qr.blocker()
+        if qr.policy == CONSERVATIVE_BACKFILL:
+            qr.block(e.wl, size)
+        when = f" at {stamp(at)}" if at != NO_TIME else ""
+        reason = PendingReason(PendingCode.WAITS_FOR_RESERVATION, e.cq.name)
+        text = (
+            f"ClusterQueue {e.cq.name}: fits, but admitting it would delay the reservation of "
+            f"{key}{when} ({qr.policy} backfill)"
+        )
+        self._wait(e.wl, e.cq.name, reason, text)
+
+    def _estimates(self) -> dict[str, float]:
+        """Each pending workload's estimated start: per ClusterQueue, after this decision, every
+        workload in queue order takes its earliest slot in the conservative profile (no slot
+        before the one ahead under StrictFIFO without backfill)."""
+        out: dict[str, float] = {}
+        for name, items in self._queued.items():
+            waiting = [wl for wl in items if wl.key in self.pending]
+            if not waiting:
+                continue
+            q = self.queues[name]
+            in_order = q.cq.queueing_strategy == STRICT_FIFO and self.policies[name] == NO_BACKFILL
+            self.reservations.pop(name, None)
+            qr = self._queue_reservations(q, CONSERVATIVE_BACKFILL)
+            previous = self.now
+            for wl in waiting:
+                _, _, reason, _, never = self.pending[wl.key]
+                if never or reason.code == PendingCode.NO_NODE_FITS:
+                    if in_order:
+                        break  # nothing passes it
+                    continue
+                size = self._full_size(q, qr, wl)
+                if size is None:
+                    continue
+                t = qr.block(wl, size, previous if in_order else -np.inf)
+                if t == NO_TIME:
+                    if in_order:
+                        break
+                    continue
+                out[wl.key] = t
+                previous = t
+        return out
+
     def run(self) -> AdmissionDecisions:
         queues = self._enqueue()
         heads = {name: 0 for name in queues}
@@ -388,7 +500,9 @@ class _Decider:
             entries.sort(key=lambda e: e.order)
             for e in entries:
                 q = e.cq
-                strict = q.cq.queueing_strategy == STRICT_FIFO
+                policy = self.policies[q.name]
+                # A backfill policy replaces StrictFIFO's blocking with reservations.
+                strict = q.cq.queueing_strategy == STRICT_FIFO and policy == NO_BACKFILL
                 mode = e.assignment.mode
                 fits = mode == FIT or (mode == PREEMPT and bool(e.targets))
                 # Another head of this cycle changed the usage: check again. One that no
@@ -396,7 +510,15 @@ class _Decider:
                 if fits and self.versions[self.tree.root[q.node]] != e.version and not self._still_fits(e):
                     continue
                 if mode == FIT:
+                    qr = self.reservations.get(q.name)
+                    size = qr.size(e.assignment.usage) if qr is not None else None
+                    if qr is not None and size is not None and not qr.admits(e.wl, size):
+                        self._held_back(e, qr, size)
+                        heads[q.name] += 1
+                        continue
                     if self._admit(e):
+                        if qr is not None and size is not None:
+                            qr.take(e.wl, size)
                         heads[q.name] += 1
                         continue
                 elif fits:
@@ -405,6 +527,8 @@ class _Decider:
                     continue
                 else:
                     self._inadmissible(e)
+                    if policy != NO_BACKFILL:
+                        self._reserve(e, policy)
                 if strict:
                     blocked[q.name] = (e.wl, "does not fit (StrictFIFO)")
                 else:
@@ -421,11 +545,11 @@ class _Decider:
                 reason = PendingReason(PendingCode.BEHIND_QUEUE_HEAD, name)
                 behind = f" behind {head.key}, which {why}" if head is not None else ""
                 self._wait(wl, name, reason, f"ClusterQueue {name}: waiting in queue{behind}")
-        return self._decisions()
+        return self._decisions(self._estimates() if self.estimate else {})
 
     # ----------------------------------------------------------------- output
 
-    def _decisions(self) -> AdmissionDecisions:
+    def _decisions(self, estimates: dict[str, float]) -> AdmissionDecisions:
         # Positions: per ClusterQueue and per LocalQueue, in queue order, among those still pending.
         by_cq: dict[str, list[Workload]] = {}
         for wl, cq, *_ in self.pending.values():
@@ -443,7 +567,15 @@ class _Decider:
                 per_lq[wl.local_queue_key] = n + 1
         pending = tuple(
             Pending(
-                wl.key, wl.uid, cq, position.get(wl.key, -1), lq_position.get(wl.key, -1), reason, text, never
+                wl.key,
+                wl.uid,
+                cq,
+                position.get(wl.key, -1),
+                lq_position.get(wl.key, -1),
+                reason,
+                text,
+                never,
+                estimates.get(wl.key),
             )
             for wl, cq, reason, text, never in sorted(
                 self.pending.values(), key=lambda p: (p[1], position.get(p[0].key, -1), p[0].key)
@@ -493,10 +625,12 @@ class _Decider:
         )
 
 
-def decide(snapshot: AdmissionSnapshot, now: float = 0.0) -> AdmissionDecisions:
+def decide(snapshot: AdmissionSnapshot, now: float = 0.0, estimate: bool = False) -> AdmissionDecisions:
     """Admit what fits, preempt what policy allows, explain everything left waiting.
 
     ``now`` stamps the workloads admitted in this call (as the most recently admitted, the
-    first to be preempted later); nothing else depends on it.
+    first to be preempted later) and is the present of backfill plans (running workloads end
+    at admitted-at + runtime estimate). ``estimate``: also give every pending workload its
+    estimated start (``Pending.estimated_start``; costs a capacity profile per ClusterQueue).
     """
-    return _Decider(snapshot, now).run()
+    return _Decider(snapshot, now, estimate).run()

@@ -46,6 +46,9 @@ class PendingCode(enum.StrEnum):
     """StrictFIFO: the head of the queue does not fit, and everything behind it waits."""
     NO_LONGER_FITS = "NoLongerFits"
     """It fit when its turn came, but workloads admitted earlier in the same cycle took the room."""
+    WAITS_FOR_RESERVATION = "WaitsForReservation"
+    """It fits now, but its ClusterQueue's backfill policy holds it back: admitting it would
+    delay the reservation of a workload ahead of it (``reservations.py``)."""
 
 
 @dataclass(frozen=True)
@@ -124,6 +127,10 @@ class Pending:
     message: str
     never_fits: bool = False
     """It would not fit even with the ClusterQueue (and cohort) empty."""
+    estimated_start: float | None = None
+    """When it is expected to be admitted (seconds on the caller's clock), if ``decide`` was
+    asked for estimates and one is known: the ClusterQueue's capacity profile with every
+    workload ahead of it reserved (``reservations.py``). None: unknown or never."""
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,12 @@ STRICT_FIFO = "StrictFIFO"
 BEST_EFFORT_FIFO = "BestEffortFIFO"
 
 STOP_NONE = "None"
+
+# Backfill policies of a ClusterQueue (kubehpc's; Kueue has none).
+NO_BACKFILL = "none"
+EASY_BACKFILL = "easy"
+CONSERVATIVE_BACKFILL = "conservative"
+BACKFILL_POLICIES = (NO_BACKFILL, EASY_BACKFILL, CONSERVATIVE_BACKFILL)
 HOLD = "Hold"
 HOLD_AND_DRAIN = "HoldAndDrain"
 
@@ -61,6 +67,10 @@ class AdmissionConfig:
     with fewer pods when the full count does not fit."""
     placement: SchedulerConfig = field(default_factory=SchedulerConfig)
     """How pods of an admitted workload are placed on nodes (spread or binpack)."""
+    backfill: str = NO_BACKFILL
+    """The backfill policy of every ClusterQueue that does not choose its own (annotation
+    ``kubehpc.io/backfill``): ``none`` (Kueue's behaviour), ``easy`` or ``conservative``.
+    See ``reservations.py`` and docs/backfill.md."""
 
 
 @dataclass(frozen=True)
@@ -159,6 +169,8 @@ class ClusterQueue:
     fungibility: Fungibility = field(default_factory=Fungibility)
     stop_policy: str = STOP_NONE
     fair_weight: float = 1.0
+    backfill: str = ""
+    """Its own backfill policy (``none``, ``easy``, ``conservative``); "" takes the config's."""
     inactive_reason: str = ""
     """Why the ClusterQueue cannot admit ("" when active): FlavorNotFound, Stopped, ..."""
     inactive_message: str = ""
@@ -245,6 +257,9 @@ class Workload:
     problem_message: str = ""
     job_uid: str = ""
     """The owning job's uid (label kueue.x-k8s.io/job-uid), quoted in preemption messages."""
+    runtime_estimate: float | None = None
+    """How long it is expected to run once admitted, in seconds (None: unknown). Backfill and
+    start-time estimates plan with it; ``build`` reads it from the Workload."""
 
     @property
     def key(self) -> str:

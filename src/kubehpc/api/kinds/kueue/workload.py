@@ -497,6 +497,9 @@ def workload_update_causes(old: dict[str, Any], new: dict[str, Any]) -> list[Cau
 # the core's structured reason code (InsufficientQuota, LocalQueueNotFound, ...).
 POSITION_ANNOTATION = "kubehpc.io/queue-position"
 PENDING_REASON_ANNOTATION = "kubehpc.io/pending-reason"
+# Written by kubehpc's start-time estimator (controllers/kueue/estimates.py) on pending Workloads:
+# when the scheduler expects to admit it (RFC 3339), as Slurm's squeue --start shows.
+ESTIMATED_START_ANNOTATION = "kubehpc.io/estimated-start"
 
 
 def _condition(obj: dict[str, Any], condition_type: str) -> dict[str, Any] | None:
@@ -547,6 +550,13 @@ def workload_reason(obj: dict[str, Any]) -> str | None:
     return str(cond.get("reason")) if cond and cond.get("reason") else None
 
 
+def workload_estimated_start(obj: dict[str, Any]) -> str | None:
+    if workload_state(obj) not in ("Pending", "Evicted") or _has_condition(obj, "QuotaReserved"):
+        return None
+    value = ((obj.get("metadata") or {}).get("annotations") or {}).get(ESTIMATED_START_ANNOTATION)
+    return str(value) if value else None
+
+
 def workload_message(obj: dict[str, Any]) -> str | None:
     cond = _explaining_condition(obj)
     return str(cond.get("message")) if cond and cond.get("message") else None
@@ -563,5 +573,12 @@ EXPLAIN_COLUMNS: tuple[PrinterColumn, ...] = (
         description="Place among the pending workloads of its ClusterQueue (0 = next)",
     ),
     PrinterColumn("Reason", "string", value=workload_reason, description="Why it waits or stopped"),
+    PrinterColumn(
+        "Estimated Start",
+        "string",
+        value=workload_estimated_start,
+        priority=1,
+        description="When the scheduler expects to admit it (pending workloads with runtime estimates)",
+    ),
     PrinterColumn("Message", "string", value=workload_message, priority=1, description="The reason in words"),
 )

@@ -1,0 +1,152 @@
+"""Estimated starts of pending Workloads: a small periodic loop beside the admission loop.
+
+Every ``period_s`` it lists Kueue's objects, builds the admission snapshot (quota only, as the
+simulator does), asks the pure core for a decision *with estimates*
+(``decide(snapshot, now, estimate=True)``: each pending workload's earliest slot in its
+ClusterQueue's capacity profile, running workloads ending at admitted-at + runtime estimate)
+and writes the result to each pending Workload as the annotation ``kubehpc.io/estimated-start``
+(RFC 3339; removed when unknown or no longer pending) — only when it moved by more than
+``tolerance_s``, so a steady queue costs no writes. ``kubehpc get workloads -o wide`` and
+``kubehpc squeue --start`` show it.
+
+It runs apart from the admission loop on purpose: the estimate is a full profile per
+ClusterQueue, which the hot admission path should not pay for on every change. Admissions are
+left to the admission loop: what this loop's decision would admit is simply not written.
+
+Where a job's runtime estimate comes from when its Workload is made: ``runtimes.py``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from kubehpc.api.errors import ApiError
+from kubehpc.api.kinds.kueue.workload import ESTIMATED_START_ANNOTATION
+from kubehpc.controllers.job.clock import Clock, RealClock
+from kubehpc.controllers.kueue import cache as C
+from kubehpc.controllers.kueue import constants as k
+from kubehpc.controllers.kueue import workloads as W
+from kubehpc.sched.admission import build, decide
+from kubehpc.sched.admission.model import AdmissionConfig
+from kubehpc.store.client import Client, PatchType
+
+log = logging.getLogger(__name__)
+Obj = dict[str, Any]
+
+
+def _newest(items: list[Obj]) -> int:
+    return max((int((o.get("metadata") or {}).get("resourceVersion") or 0) for o in items), default=0)
+
+
+def stamp(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _epoch(text: str | None) -> float | None:
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class EstimateOptions:
+    period_s: float = 5.0
+    tolerance_s: float = 1.0
+    """An estimate that moved by less than this is not rewritten."""
+    config: AdmissionConfig = field(default_factory=AdmissionConfig)
+
+
+class EstimateLoop:
+    def __init__(
+        self, client: Client, options: EstimateOptions | None = None, clock: Clock | None = None
+    ) -> None:
+        self.client = client
+        self.options = options or EstimateOptions()
+        self.clock = clock or RealClock()
+        self._version: tuple[tuple[str, int, int], ...] = ()
+        self._valid_until = 0.0
+
+    def run(self, stop: threading.Event) -> None:
+        """Refresh every ``period_s`` until ``stop`` is set (the control plane's loop shape)."""
+        while not stop.wait(self.options.period_s):
+            try:
+                self.refresh()
+            except Exception:  # the next period starts afresh from the store
+                log.exception("estimating start times failed")
+
+    def _list(self, kind: str, api_version: str = k.KUEUE_API_VERSION) -> list[Obj]:
+        return list(self.client.list(api_version, kind).items)
+
+    def refresh(self) -> int:
+        """One pass: returns how many Workloads were written."""
+        lists = {
+            kind: self._list(kind)
+            for kind in (k.WORKLOAD, k.CLUSTER_QUEUE, k.COHORT, k.RESOURCE_FLAVOR, k.LOCAL_QUEUE)
+        }
+        lists[C.NAMESPACE] = self._list(C.NAMESPACE, "v1")
+        now = self.clock.now().timestamp()
+        # Estimates change only when an object changes, or when a running workload outlives its
+        # estimated end (it is then expected to end a second from "now", which moves): until
+        # one of those, the last pass still holds and the profile is not recomputed.
+        version = tuple(sorted((kind, _newest(items), len(items)) for kind, items in lists.items()))
+        if version == self._version and now < self._valid_until:
+            return 0
+        workloads = lists[k.WORKLOAD]
+        snapshot = build.snapshot_from_objects(
+            cluster_queues=lists[k.CLUSTER_QUEUE],
+            cohorts=lists[k.COHORT],
+            resource_flavors=lists[k.RESOURCE_FLAVOR],
+            local_queues=lists[k.LOCAL_QUEUE],
+            workloads=workloads,
+            namespaces=lists[C.NAMESPACE],
+            config=self.options.config,
+        )
+        decisions = decide(snapshot, now, estimate=True)
+        ends = [
+            wl.reserved_at + wl.runtime_estimate
+            for wl in snapshot.workloads
+            if wl.reserved is not None and wl.runtime_estimate is not None
+        ]
+        self._version = version
+        overrun = any(e <= now for e in ends)
+        self._valid_until = now if overrun else min(ends, default=math.inf)
+        wanted = {p.workload: p.estimated_start for p in decisions.pending}
+        written = 0
+        for wl in workloads:
+            key = W.key_of(wl)
+            annotations = (wl.get("metadata") or {}).get("annotations") or {}
+            current = annotations.get(ESTIMATED_START_ANNOTATION)
+            start = wanted.get(key)
+            if start is None:
+                if current is not None:
+                    written += self._write(wl, None)
+                continue
+            old = _epoch(current)
+            if old is not None and abs(old - start) < self.options.tolerance_s:
+                continue
+            written += self._write(wl, stamp(start))
+        return written
+
+    def _write(self, wl: Obj, value: str | None) -> int:
+        meta = wl["metadata"]
+        try:
+            self.client.patch(
+                k.KUEUE_API_VERSION,
+                k.WORKLOAD,
+                str(meta["name"]),
+                {"metadata": {"annotations": {ESTIMATED_START_ANNOTATION: value}}},
+                PatchType.MERGE,
+                namespace=meta.get("namespace"),
+            )
+        except ApiError as err:  # gone or changed meanwhile: the next pass looks again
+            log.info("writing the estimated start of %s failed: %s", W.key_of(wl), err)
+            return 0
+        return 1
