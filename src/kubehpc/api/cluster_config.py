@@ -22,7 +22,7 @@ machine (see :func:`this_machine_config`). Example::
               strategy: mixed
               layout: {"3": [1g.10gb, 1g.10gb, 1g.10gb, 1g.10gb, 1g.10gb, 1g.10gb, 1g.10gb]}
             sharing:
-              timeSlicing:
+              timeSlicing:      # or mps: {resources: [...]} (whole GPUs, no MIG)
                 resources: [{name: nvidia.com/gpu, replicas: 2}]
       imagePrefixes:
         - image: "*.sif"
@@ -101,8 +101,17 @@ class TimeSlicing(_Model):
     resources: list[TimeSlicingResource] = Field(default_factory=list)
 
 
+class Mps(_Model):
+    """As the NVIDIA device plugin's ``sharing.mps``: each GPU advertised ``replicas`` times,
+    each replica an equal share of the GPU's memory and compute (whole GPUs only, no MIG)."""
+
+    rename_by_default: bool = False
+    resources: list[TimeSlicingResource] = Field(default_factory=list)
+
+
 class Sharing(_Model):
     time_slicing: TimeSlicing | None = None
+    mps: Mps | None = None
 
 
 class MigSpec(_Model):
@@ -227,6 +236,7 @@ class NodeConfig:
     time_slicing: TimeSlicing | None = None
     real_gpus: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    mps: Mps | None = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -406,6 +416,20 @@ def _check_gpus(base: str, spec: GpuSpec) -> list[tuple[str, str]]:
                         "(e.g. layout {all: [1g.10gb, ...]}); use mixed for anything else",
                     )
                 )
+    mps = spec.sharing.mps if spec.sharing else None
+    if mps is not None:
+        if spec.sharing and spec.sharing.time_slicing is not None:
+            problems.append((f"{base}.sharing", "timeSlicing and mps cannot both share the same GPUs"))
+        if spec.mig and spec.mig.layout:
+            problems.append((f"{base}.sharing.mps", "MPS does not share GPUs with MIG enabled"))
+        for j, res in enumerate(mps.resources):
+            if res.name != "nvidia.com/gpu":
+                problems.append(
+                    (
+                        f"{base}.sharing.mps.resources[{j}].name",
+                        f'MPS shares whole GPUs only (nvidia.com/gpu), not "{res.name}"',
+                    )
+                )
     ts = spec.sharing.time_slicing if spec.sharing else None
     if ts is not None:
         valid = {"nvidia.com/gpu"} | {f"nvidia.com/mig-{p.resource_suffix}" for p in model.mig_profiles}
@@ -475,6 +499,7 @@ def resolve_nodes(config: ClusterConfig, host: HostFacts | None = None) -> list[
                     time_slicing=spec.sharing.time_slicing if spec and spec.sharing else None,
                     real_gpus=real,
                     extra={"index": i},
+                    mps=spec.sharing.mps if spec and spec.sharing else None,
                 )
             )
     return nodes

@@ -14,6 +14,8 @@ Devices and what they are advertised as, following k8s-device-plugin:
   ``replicas`` times per device, and up to ``replicas`` containers share one device; with
   ``renameByDefault`` it is advertised as ``<name>.shared``. Without it a device is held by at
   most one container.
+* With MPS (``sharing.mps``, whole GPUs only) the same, and each replica is also limited to an
+  equal share of the GPU's threads and memory (:func:`mps_env`); a container asks for one.
 
 Where allocations are recorded (the contract between scheduler, agent and users):
 
@@ -40,6 +42,8 @@ from kubehpc.api.quantity import resource_units
 GPU_RESOURCE = "nvidia.com/gpu"
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 POD_DEVICES_ANNOTATION = "kubehpc.io/devices"
+TIME_SLICING = "time-slicing"
+MPS = "mps"
 NODE_INVENTORY_ANNOTATION = "kubehpc.io/gpu-devices"
 
 # uuid5 namespace for fake devices: the same cluster/node/index always gets the same UUID.
@@ -59,7 +63,8 @@ class Device:
     numa_node: int
     memory_mib: int
     profile: str = ""  # MIG profile ("1g.10gb"); "" for a whole GPU
-    replicas: int = 1  # how many containers may hold it at once (time-slicing)
+    replicas: int = 1  # how many containers may hold it at once (time-slicing, MPS)
+    sharing: str = ""  # "time-slicing" or "mps" when replicas are advertised; "" otherwise
 
 
 _CAMEL = {
@@ -71,6 +76,7 @@ _CAMEL = {
     "memory_mib": "memoryMiB",
     "profile": "profile",
     "replicas": "replicas",
+    "sharing": "sharing",
 }
 
 
@@ -132,8 +138,10 @@ def node_devices(node: NodeConfig, cluster: str) -> NodeDevices:
     """The devices of a resolved node: fake ones with deterministic UUIDs, or the real ones
     NVML reported (``GpuConfig.uuid`` set)."""
     ts = node.time_slicing
-    replicas = {r.name: r.replicas for r in ts.resources} if ts else {}
-    rename = bool(ts and ts.rename_by_default)
+    shared = ts or node.mps
+    replicas = {r.name: r.replicas for r in shared.resources} if shared else {}
+    rename = bool(shared and shared.rename_by_default)
+    mode = MPS if node.mps is not None and ts is None else TIME_SLICING
 
     def advertised(resource: str) -> tuple[str, int]:
         n = replicas.get(resource, 1)
@@ -155,14 +163,32 @@ def node_devices(node: NodeConfig, cluster: str) -> NodeDevices:
                 )
                 devices.append(
                     Device(
-                        dev_id, resource, gpu.index, gpu.nvlink_group, gpu.numa_node, p.memory_mib, p.name, n
+                        dev_id,
+                        resource,
+                        gpu.index,
+                        gpu.nvlink_group,
+                        gpu.numa_node,
+                        p.memory_mib,
+                        p.name,
+                        n,
+                        mode if n > 1 else "",
                     )
                 )
         elif not gpu.mig:
             resource, n = advertised(GPU_RESOURCE)
             dev_id = gpu.uuid or fake_gpu_uuid(cluster, node.name, gpu.index)
             devices.append(
-                Device(dev_id, resource, gpu.index, gpu.nvlink_group, gpu.numa_node, gpu.memory_mib, "", n)
+                Device(
+                    dev_id,
+                    resource,
+                    gpu.index,
+                    gpu.nvlink_group,
+                    gpu.numa_node,
+                    gpu.memory_mib,
+                    "",
+                    n,
+                    mode if n > 1 else "",
+                )
             )
         # A GPU in MIG mode under strategy "none" is not advertised at all, as the plugin does.
     return NodeDevices(node.name, tuple(devices), bool(ts and ts.fail_requests_greater_than_one))
@@ -185,12 +211,14 @@ def gpu_feature_labels(node: NodeConfig, inventory: NodeDevices) -> dict[str, st
         "nvidia.com/gpu.mode": "compute",
         "nvidia.com/mig.capable": str(model.mig_capable).lower(),
         "nvidia.com/mig.strategy": node.mig_strategy,
-        "nvidia.com/gpu.sharing-strategy": "time-slicing" if node.time_slicing else "none",
+        "nvidia.com/gpu.sharing-strategy": (
+            TIME_SLICING if node.time_slicing else MPS if node.mps is not None else "none"
+        ),
     }
     whole = [d for d in inventory.devices if not d.profile]
     if whole:
         labels["nvidia.com/gpu.replicas"] = str(whole[0].replicas)
-    if node.time_slicing and any(d.replicas > 1 for d in inventory.devices):
+    if (node.time_slicing or node.mps) and any(d.replicas > 1 for d in inventory.devices):
         labels["nvidia.com/gpu.product"] = model.product + "-SHARED"
     migs = [d for d in inventory.devices if d.profile]
     if node.mig_strategy == "single" and migs:
@@ -336,6 +364,10 @@ def allocate(
             raise AllocationError(
                 f"{who}{resource} is time-sliced with failRequestsGreaterThanOne; ask for 1, got {count}"
             )
+        if count > 1 and any(d.sharing == MPS for d in candidates):
+            # A replica is a fixed share of one GPU (its memory and threads); two would be
+            # two limits in one process, which MPS cannot express.
+            raise AllocationError(f"{who}{resource} is shared with MPS: ask for 1 replica, got {count}")
         free = [d for d in candidates if taken[d.id] < d.replicas]
         slots = sum(d.replicas - taken[d.id] for d in free)
         if slots < count:
@@ -379,6 +411,20 @@ def _pick_local(free: Sequence[Device], n: int, taken: Mapping[str, int]) -> lis
         if len(chosen) == n:
             break
     return chosen
+
+
+def mps_env(devices: Sequence[Device]) -> dict[str, str]:
+    """What an MPS client is limited to (the CUDA MPS client variables): each replica gets
+    100/replicas % of the GPU's threads and memory/replicas of its memory, by the device's
+    position in CUDA_VISIBLE_DEVICES. Empty when no device is MPS-shared."""
+    unique = list({d.id: d for d in devices}.values())
+    shared = [(i, d) for i, d in enumerate(unique) if d.sharing == MPS and d.replicas > 1]
+    if not shared:
+        return {}
+    return {
+        "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": str(min(100 // d.replicas for _, d in shared)),
+        "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": ",".join(f"{i}={d.memory_mib // d.replicas}M" for i, d in shared),
+    }
 
 
 def visible_devices_env(ids: Sequence[str]) -> dict[str, str]:

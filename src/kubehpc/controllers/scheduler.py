@@ -35,14 +35,17 @@ from kubehpc.controllers.scheduling.apply import (
     record_event,
 )
 from kubehpc.controllers.scheduling.cache import DEFAULT_SCHEDULER, ClusterCache, pod_key
+from kubehpc.controllers.scheduling.gangs import GangStep, group_of
 from kubehpc.controllers.scheduling.informer import RELIST, Event, Informer
-from kubehpc.sched import DeviceState, NodeTable, SchedulerConfig, Snapshot, decide
+from kubehpc.controllers.scheduling.planned import PlannedNodes
+from kubehpc.sched import DeviceState, NodeTable, SchedulerConfig, Snapshot
 from kubehpc.sched.devices import holders_of
 from kubehpc.store.client import Client
 
 log = logging.getLogger(__name__)
 
 # PriorityClasses first, so pods listed after them get their priority at once.
+PLANNED_NODE_NO_FIT = "PlannedNodeNoFit"
 WATCHED = (("scheduling.k8s.io/v1", "PriorityClass"), ("v1", "Node"), ("v1", "Pod"))
 
 
@@ -81,6 +84,10 @@ class Scheduler:
         self.clock = clock
         self.cache = ClusterCache(self.options.scheduler_names)
         self.binder = Binder(client, self.options.bind_mode)
+        # Pods of a gang (Volcano / coscheduling PodGroup, Kueue group) are bound all or none.
+        self.gangs = GangStep(client, self.cache)
+        # Pods whose nodes admission chose (Kueue's topology assignment) are bound there.
+        self.planned = PlannedNodes()
         self._events: queue.Queue[Event] = queue.Queue()
         self._informers = [Informer(client, av, kind, self._events) for av, kind in WATCHED]
         self._table = NodeTable.build([])
@@ -164,7 +171,13 @@ class Scheduler:
         if event.kind == "Node":
             cache.delete_node(name) if event.type == "DELETED" else cache.put_node(obj)
         elif event.kind == "Pod":
-            cache.delete_pod(pod_key(obj)) if event.type == "DELETED" else cache.put_pod(obj)
+            key = pod_key(obj)
+            if event.type == "DELETED":
+                cache.delete_pod(key)
+                self.planned.forget(key)
+            else:
+                cache.put_pod(obj)
+                self.planned.observe(key, obj)
         elif event.kind == "PriorityClass":
             cache.delete_class(name) if event.type == "DELETED" else cache.put_class(obj)
 
@@ -180,11 +193,13 @@ class Scheduler:
             keys = {pod_key(o) for o in event.objects}
             for gone in (set(cache.waiting) | set(cache.charges)) - keys:
                 cache.delete_pod(gone)
+                self.planned.forget(gone)
             # Oldest first, so pods new to the cache arrive in creation order.
             for obj in sorted(
                 event.objects, key=lambda o: str((o.get("metadata") or {}).get("creationTimestamp"))
             ):
                 cache.put_pod(obj)
+                self.planned.observe(pod_key(obj), obj)
         elif event.kind == "PriorityClass":
             cache.classes.clear()
             for obj in event.objects:
@@ -207,13 +222,15 @@ class Scheduler:
                 inventories=inventories,
                 holders={n: dict(cache.holders.get(n, {})) for n in inventories},
             )
-        ready = cache.active(self.clock())
-        return Snapshot(self._table, cache.pod_sets(ready), self.options.config, devices)
+        ready = self.planned.pin(cache.active(self.clock()), lambda pod: group_of(pod) is not None)
+        pods = cache.interpod_pods(ready)
+        pod_sets = cache.pod_sets(ready, with_identity=pods is not None)
+        return Snapshot(self._table, pod_sets, self.options.config, devices, pods=pods)
 
     def run_cycle(self) -> CycleReport:
         cache = self.cache
         snapshot = self.snapshot()
-        decisions = decide(snapshot, self.clock())
+        decisions = self.gangs.decide(snapshot, self.clock())
         shapes = {w.key: w.shape for w in cache.waiting.values()}
         bound = failed = 0
         for binding in decisions.bindings:
@@ -223,6 +240,7 @@ class Scheduler:
                 continue
             allocation = {container: list(ids) for container, ids in binding.devices}
             cache.assume(key, binding.node, holders_of(allocation, shapes[key]) if allocation else Counter())
+            self.planned.assumed(key, binding.node)
             try:
                 self.binder.bind(waiting.obj, binding.node, binding.devices)
             except ApiError as err:
@@ -237,8 +255,13 @@ class Scheduler:
                 )
                 record_event(self.client, waiting.obj, "Normal", "Scheduled", message, self.clock())
         pending_keys: list[str] = []
+        fell_back = self.planned.fall_back(key for pending in decisions.pending for key in pending.pods)
+        for key, node in fell_back.items():
+            self._planned_node_gone(key, node)
         for pending in decisions.pending:
             for key in pending.pods:
+                if key in fell_back:
+                    continue  # tried again at once, on any node of its flavor
                 pending_keys.append(key)
                 waiting = cache.waiting.get(key)
                 if waiting is None or self._written.get(key) == pending.message:
@@ -263,8 +286,22 @@ class Scheduler:
             del self._written[key]
         return CycleReport(bound=bound, pending=len(pending_keys), failed=failed)
 
+    def _planned_node_gone(self, key: str, node: str) -> None:
+        """A pod's node chosen at admission does not fit it now: say so, and place it anew."""
+        waiting = self.cache.waiting.get(key)
+        if waiting is None:
+            return
+        message = (
+            f"node {node} chosen at admission no longer fits the pod; "
+            "placing it on another node of its flavor"
+        )
+        log.info("%s: %s", key, message)
+        if self.options.record_events:
+            record_event(self.client, waiting.obj, "Warning", PLANNED_NODE_NO_FIT, message, self.clock())
+
     def _forget(self, key: str, pod: dict[str, object], err: ApiError) -> None:
         """The binding failed: give the room back and let the pod wait again, as it is now."""
+        self.planned.unassumed(key)
         log.info("binding %s failed: %s", key, err)
         meta = pod.get("metadata")
         current = None

@@ -21,6 +21,7 @@ from kubehpc.api.devices import (
     container_device_requests,
     devices_in_use,
     gpu_feature_labels,
+    mps_env,
     node_devices,
     pod_allocation,
     visible_devices_env,
@@ -77,6 +78,12 @@ class DevicePlugin:
     @staticmethod
     def env(allocation: Mapping[str, list[str]], container: str) -> dict[str, str]:
         return visible_devices_env(allocation.get(container, []))
+
+    def container_env(self, allocation: Mapping[str, list[str]], container: str) -> dict[str, str]:
+        """The devices a container's process sees, and the MPS limits of shared ones."""
+        ids = allocation.get(container, [])
+        by_id = self.inventory.by_id()
+        return {**visible_devices_env(ids), **mps_env([by_id[i] for i in ids if i in by_id])}
 
 
 def allocation_annotation(allocation: Mapping[str, list[str]]) -> str:

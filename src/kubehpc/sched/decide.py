@@ -10,12 +10,14 @@ goes (no head-of-line blocking, as kube-scheduler).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from kubehpc.sched.devices import DeviceBook, DeviceState
-from kubehpc.sched.model import PodSet, SchedulerConfig
+from kubehpc.sched.interpod import InterPodState, PodIdentity
+from kubehpc.sched.model import PodSet, PodShape, SchedulerConfig
 from kubehpc.sched.nodetable import NodeTable
 from kubehpc.sched.placement import Usage, charge, place
 from kubehpc.sched.reasons import NodeRejections, explain, message
@@ -29,6 +31,10 @@ class Snapshot:
     pod_sets: tuple[PodSet, ...]
     config: SchedulerConfig = field(default_factory=SchedulerConfig)
     devices: DeviceState | None = None
+    pods: Mapping[str, tuple[PodIdentity, ...]] | None = None
+    """Per node, the pods on it as inter-pod (anti-)affinity sees them; None when no pod has
+    such terms (the filter is then skipped)."""
+    namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +75,28 @@ class Decisions:
         return out
 
 
+def _place_each(
+    table: NodeTable,
+    usage: Usage,
+    shape: PodShape,
+    wanted: int,
+    config: SchedulerConfig,
+    inter: InterPodState,
+    pod: PodIdentity,
+) -> list[int]:
+    """Pods the inter-pod filter concerns go one at a time: each one placed changes where the
+    next may go (an exclusive job's own pods repel each other)."""
+    chosen: list[int] = []
+    for _ in range(wanted):
+        got = place(table, usage, shape, 1, config, inter.allowed(pod))
+        if not len(got):
+            break  # identical pods: the next would not fit either
+        charge(table, usage, shape, got)
+        inter.add(int(got[0]), pod)
+        chosen.append(int(got[0]))
+    return chosen
+
+
 def queue_key(pod_set: PodSet) -> tuple[int, float, str]:
     return (-pod_set.priority, pod_set.created, pod_set.uid)
 
@@ -85,6 +113,7 @@ def decide(snapshot: Snapshot, now: float = 0.0) -> Decisions:
     usage = Usage.of(table)
     book = DeviceBook(snapshot.devices)
     names = table.names
+    inter = None if snapshot.pods is None else InterPodState(table, snapshot.pods, snapshot.namespace_labels)
     order = sorted(snapshot.pod_sets, key=queue_key)
     bindings: list[Binding] = []
     pending: list[Pending] = []
@@ -97,12 +126,19 @@ def decide(snapshot: Snapshot, now: float = 0.0) -> Decisions:
         run = order[i:j]
         i = j
         wanted = sum(ps.count for ps in run)
-        node_ids = place(table, usage, shape, wanted, config)
-        if len(node_ids):
-            charge(table, usage, shape, node_ids)
+        if inter is not None and shape.interpod is not None and inter.concerns(shape.interpod):
+            chosen = _place_each(table, usage, shape, wanted, config, inter, shape.interpod)
+        else:
+            node_ids = place(table, usage, shape, wanted, config)
+            if len(node_ids):
+                charge(table, usage, shape, node_ids)
+            chosen = node_ids.tolist()
+            if inter is not None:
+                # A pod whose devices then fail still counts for the rest of the cycle: it can
+                # only keep pods away, never let one in wrongly.
+                inter.add_all(chosen, shape.interpod)
         device_errors: dict[str, str] = {}
         waiting: list[tuple[PodSet, int, tuple[str, ...]]] = []
-        chosen: list[int] = node_ids.tolist()
         position = 0
         for ps in run:
             take = min(ps.count, len(chosen) - position)
@@ -131,7 +167,8 @@ def decide(snapshot: Snapshot, now: float = 0.0) -> Decisions:
                 waiting.append((ps, left, tuple(left_pods)))
         if waiting:
             # One explanation serves the whole run: its pods are interchangeable.
-            rejections = explain(table, usage.used, shape)
+            outcome = None if inter is None or shape.interpod is None else inter.outcome(shape.interpod)
+            rejections = explain(table, usage.used, shape, outcome)
             text = message(rejections, shape.preempt_never)
             if device_errors:
                 text += " devices: " + "; ".join(f"{n}: {e}" for n, e in sorted(device_errors.items()))

@@ -79,3 +79,18 @@ class DeviceBook:
         allocation = self._state.allocate(inventory, holders, _pod_stub(shape))
         holders.update(holders_of(allocation, shape))
         return tuple((container, tuple(ids)) for container, ids in sorted(allocation.items()))
+
+    def release(self, node: str, shape: PodShape, devices: tuple[tuple[str, tuple[str, ...]], ...]) -> None:
+        """Give back what :meth:`choose` handed out (a gang's tentative placement rolled back)."""
+        holders = self._holders.get(node)
+        if holders is not None and devices:
+            holders.subtract(holders_of({c: list(ids) for c, ids in devices}, shape))
+
+    def holders(self) -> dict[str, dict[str, int]]:
+        """Node -> device -> holders, as the book stands now (for a later decision's state)."""
+        out: dict[str, dict[str, int]] = {}
+        if self._state is not None:
+            out = {node: dict(held) for node, held in self._state.holders.items()}
+        for node, held in self._holders.items():
+            out[node] = {dev: k for dev, k in held.items() if k > 0}
+        return out

@@ -11,6 +11,9 @@ kube-scheduler's default plugins:
   score.
 * NodeAffinity: ``nodeSelector`` (every pair must match) AND required node affinity (terms
   ORed, requirements within a term ANDed); preferred terms add their weight to the score.
+
+InterPodAffinity is not here: it depends on which pods sit where, which changes as a cycle
+places pods, so it cannot be memoised per table; see ``sched.interpod`` (applied by ``decide``).
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from kubehpc.sched.interpod import PodIdentity
+
 # Resource names the core treats specially.
 CPU = "cpu"
 MEMORY = "memory"
@@ -106,6 +108,9 @@ class PodShape:
     """``preemptionPolicy: Never``: the pod may not preempt (shows in the pending message)."""
     devices: tuple[ContainerDevices, ...] = ()
     """Per container, the extended resources a device allocator must choose devices for."""
+    interpod: PodIdentity | None = None
+    """Namespace, labels and required inter-pod (anti-)affinity terms, when they can matter
+    (see ``sched.interpod``); None: the inter-pod filter neither checks nor counts this pod."""
 
     def request(self, resource: str) -> int:
         for name, amount in self.requests:

@@ -255,17 +255,21 @@ def place(
     shape: PodShape,
     k: int,
     config: SchedulerConfig,
+    allowed: BoolArray | None = None,
 ) -> IntArray:
     """Node ids for up to ``k`` pods of ``shape``, in the order pods should take them.
 
     ``usage`` is not changed; the caller charges the placed pods (``charge``). Fewer than ``k`` ids come
-    back when the nodes are full.
+    back when the nodes are full. ``allowed``: a further filter (inter-pod affinity) the
+    caller computed for this pod.
     """
     req = request_vector(table, shape)
     n = len(table)
     if req.missing or n == 0:
         return np.zeros(0, dtype=np.int64)
     ok = static_fit(table, shape)
+    if allowed is not None:
+        ok = ok & allowed
     # Keys order (score desc, node id asc) as one integer: score * n + (n - 1 - id).
     if k == 1:
         # One pod: score every node in place (contiguous columns beat gathering the fitting rows).

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from kubehpc.sched.filters import affinity_match, cordoned, first_untolerated_taint
+from kubehpc.sched.interpod import AFFINITY as POD_AFFINITY
+from kubehpc.sched.interpod import ANTI_AFFINITY, EXISTING_ANTI_AFFINITY, rejection_counts
 from kubehpc.sched.model import PODS, PodShape, Taint
 from kubehpc.sched.nodetable import IntArray, NodeTable
 from kubehpc.sched.placement import request_vector
@@ -52,11 +54,22 @@ class NodeRejections:
     """Resource -> nodes short of it (``pods``: nodes with no pod slot left)."""
     never_fits: bool = False
     """No node that passes the other filters could hold the pod even if it were empty."""
+    existing_anti_affinity: int = 0
+    anti_affinity: int = 0
+    pod_affinity: int = 0
+    """Nodes with room turned away by InterPodAffinity (``sched.interpod``), per check."""
 
     @property
     def unresolvable(self) -> int:
         """Nodes rejected for reasons that evicting pods cannot change."""
-        return self.cordoned + sum(c for _, c in self.untolerated_taints) + self.affinity_mismatch
+        # As kube-scheduler: unmet pod affinity is unresolvable, anti-affinity is not (evicting
+        # the pods it names would help).
+        return (
+            self.cordoned
+            + sum(c for _, c in self.untolerated_taints)
+            + self.affinity_mismatch
+            + self.pod_affinity
+        )
 
     def histogram(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -68,6 +81,13 @@ class NodeRejections:
             out[AFFINITY] = self.affinity_mismatch
         for resource, count in self.insufficient:
             out[insufficient_reason(resource)] = count
+        for reason, count in (
+            (EXISTING_ANTI_AFFINITY, self.existing_anti_affinity),
+            (ANTI_AFFINITY, self.anti_affinity),
+            (POD_AFFINITY, self.pod_affinity),
+        ):
+            if count:
+                out[reason] = count
         return out
 
 
@@ -87,8 +107,11 @@ def message(rejections: NodeRejections, preempt_never: bool = False) -> str:
     return text
 
 
-def explain(table: NodeTable, used: IntArray, shape: PodShape) -> NodeRejections:
-    """Why no node can take one more pod of ``shape``, given usage ``used``."""
+def explain(
+    table: NodeTable, used: IntArray, shape: PodShape, interpod: IntArray | None = None
+) -> NodeRejections:
+    """Why no node can take one more pod of ``shape``, given usage ``used``; ``interpod`` is the
+    inter-pod filter's per-node outcome (``InterPodState.outcome``), checked after resources."""
     n = len(table)
     if n == 0:
         return NodeRejections(total_nodes=0)
@@ -119,6 +142,8 @@ def explain(table: NodeTable, used: IntArray, shape: PodShape) -> NodeRejections
                 if count:
                     insufficient.append((table.resources[int(col)], count))
             never_fits = not bool((alloc >= req.amounts).all(axis=1).any())
+            left[rows] = ~short.any(axis=1)
+    inter = (0, 0, 0) if interpod is None or req.missing else rejection_counts(interpod, left)
     return NodeRejections(
         total_nodes=n,
         cordoned=n_cordoned,
@@ -126,4 +151,7 @@ def explain(table: NodeTable, used: IntArray, shape: PodShape) -> NodeRejections
         affinity_mismatch=int(mismatch.sum()),
         insufficient=tuple(insufficient),
         never_fits=never_fits,
+        existing_anti_affinity=inter[0],
+        anti_affinity=inter[1],
+        pod_affinity=inter[2],
     )

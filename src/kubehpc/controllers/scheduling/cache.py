@@ -16,13 +16,14 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from kubehpc.api.devices import NodeDevices, devices_in_use
 from kubehpc.api.quantity import resource_units
 from kubehpc.controllers.scheduling.priority import resolve_priority
+from kubehpc.sched.interpod import PodIdentity, identity_of
 from kubehpc.sched.model import PODS, NodeInfo, PodSet, PodShape, Taint
 from kubehpc.sched.placement import scored_requests
 from kubehpc.sched.podspec import shape_of
@@ -109,6 +110,8 @@ class Charge:
     scored: Mapping[str, int]
     holders: Counter[str]
     assumed: bool
+    identity: PodIdentity | None = None
+    """Namespace, labels and inter-pod terms, for the InterPodAffinity filter."""
 
 
 @dataclass(frozen=True)
@@ -143,6 +146,11 @@ class ClusterCache:
         self.classes: dict[str, Obj] = {}
         self.dirty: set[str] = set()
         self._shapes: dict[PodShape, PodShape] = {}
+        self.pods_on: dict[str, dict[str, PodIdentity]] = {}
+        """Per node, the identities of the pods charged to it (inter-pod affinity)."""
+        self.anti_affinity_pods = 0
+        """Charged pods with required anti-affinity terms: while there are any, every pod's
+        identity matters to the core (their terms may repel it)."""
         self._arrivals = 0
         self.on_capacity_change: Callable[[], None] = self.unpark_all
 
@@ -182,6 +190,9 @@ class ClusterCache:
         self.used.setdefault(charge.node, Counter()).update(charge.requests)
         self.scored.setdefault(charge.node, Counter()).update(charge.scored)
         self.holders.setdefault(charge.node, Counter()).update(charge.holders)
+        if charge.identity is not None:
+            self.pods_on.setdefault(charge.node, {})[key] = charge.identity
+            self.anti_affinity_pods += bool(charge.identity.anti_affinity)
         self.dirty.add(charge.node)
 
     def uncharge(self, key: str) -> Charge | None:
@@ -190,6 +201,9 @@ class ClusterCache:
             self.used[charge.node].subtract(charge.requests)
             self.scored[charge.node].subtract(charge.scored)
             self.holders[charge.node].subtract(charge.holders)
+            if charge.identity is not None:
+                self.pods_on.get(charge.node, {}).pop(key, None)
+                self.anti_affinity_pods -= bool(charge.identity.anti_affinity)
             self.dirty.add(charge.node)
         return charge
 
@@ -220,7 +234,15 @@ class ClusterCache:
                 requests = dict(shape.requests)
                 self._charge(
                     key,
-                    Charge(node, uid, requests, scored_requests(shape), devices_in_use([pod]), assumed=False),
+                    Charge(
+                        node,
+                        uid,
+                        requests,
+                        scored_requests(shape),
+                        devices_in_use([pod]),
+                        assumed=False,
+                        identity=identity_of(pod),
+                    ),
                 )
             return
         if key in self.charges:
@@ -237,6 +259,9 @@ class ClusterCache:
         if parsed is None:
             self.waiting.pop(key, None)
             return
+        identity = identity_of(pod)
+        if identity.has_terms:
+            parsed = replace(parsed, interpod=identity)
         shape = self._intern(parsed)
         priority = spec.get("priority")
         if priority is None:
@@ -273,9 +298,18 @@ class ClusterCache:
         waiting = self.waiting.pop(key)
         self.parked.discard(key)
         shape = waiting.shape
+        identity = shape.interpod or identity_of(waiting.obj)
         self._charge(
             key,
-            Charge(node, waiting.uid, dict(shape.requests), scored_requests(shape), holders, assumed=True),
+            Charge(
+                node,
+                waiting.uid,
+                dict(shape.requests),
+                scored_requests(shape),
+                holders,
+                assumed=True,
+                identity=identity,
+            ),
         )
 
     def forget(self, key: str, pod: Obj | None) -> None:
@@ -311,10 +345,26 @@ class ClusterCache:
         waiting = [until for key, (until, _) in self.backoff.items() if key in self.waiting]
         return min(waiting) if waiting else None
 
-    def pod_sets(self, waiting: Iterable[Waiting]) -> tuple[PodSet, ...]:
+    def interpod_pods(self, waiting: Iterable[Waiting]) -> dict[str, tuple[PodIdentity, ...]] | None:
+        """The pods per node for the core's InterPodAffinity filter, or None while no charged
+        pod has anti-affinity terms and no waiting pod has terms (the filter is then off and
+        identical pods keep being placed together)."""
+        if not self.anti_affinity_pods and not any(w.shape.interpod is not None for w in waiting):
+            return None
+        return {node: tuple(pods.values()) for node, pods in self.pods_on.items() if pods}
+
+    def pod_sets(self, waiting: Iterable[Waiting], with_identity: bool = False) -> tuple[PodSet, ...]:
+        """``with_identity``: give every pod its namespace and labels (the inter-pod filter is
+        on, so other pods' terms may select it)."""
+
+        def shape(w: Waiting) -> PodShape:
+            if with_identity and w.shape.interpod is None:
+                return replace(w.shape, interpod=identity_of(w.obj))
+            return w.shape
+
         # The pod set's uid is only the core's last tie-break: make it the arrival order.
         return tuple(
-            PodSet(f"{w.arrival:012d}", w.shape, w.priority, w.created, 1, (w.key,)) for w in waiting
+            PodSet(f"{w.arrival:012d}", shape(w), w.priority, w.created, 1, (w.key,)) for w in waiting
         )
 
     # ----------------------------------------------------------------- priority classes

@@ -1,0 +1,330 @@
+"""The scheduler loop binds a gang's pods all together or not at all (PodGroups read from the store)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from test_scheduler import condition, make_node, make_pod, node_of, run_until
+
+from kubehpc.api.kinds import build_registry
+from kubehpc.controllers.scheduler import Scheduler, SchedulerOptions
+from kubehpc.store.client import DeleteOptions
+from kubehpc.store.store import Store
+
+Obj = dict[str, Any]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def store() -> Iterator[Store]:
+    with Store(build_registry(), None) as s:
+        yield s
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def scheduler(store: Store, clock: Clock) -> Iterator[Scheduler]:
+    # Embedded, kubehpc is the only scheduler: it serves pods written for Volcano too.
+    options = SchedulerOptions(scheduler_names=("default-scheduler", "volcano"), record_events=False)
+    sched = Scheduler(store, options, clock=clock)
+    sched.start(run_loop=False)
+    yield sched
+    sched.stop()
+
+
+def coscheduling_group(store: Store, name: str, min_member: int, timeout: int | None = None) -> None:
+    spec: Obj = {"minMember": min_member}
+    if timeout is not None:
+        spec["scheduleTimeoutSeconds"] = timeout
+    store.create(
+        {
+            "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+            "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": spec,
+        }
+    )
+
+
+def volcano_group(store: Store, name: str, min_member: int) -> None:
+    store.create(
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"minMember": min_member},
+        }
+    )
+
+
+def gang_pod(store: Store, name: str, cpu: str = "3", **meta: Any) -> Obj:
+    """A pod created with its gang's labels and annotations already on it (the scheduler must
+    never see it without them)."""
+    spec = meta.pop("spec", {})
+    resources = {"requests": {"cpu": cpu}}
+    obj = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", **meta},
+        "spec": {"containers": [{"name": "main", "image": "busybox", "resources": resources}], **spec},
+    }
+    return store.create(obj)
+
+
+def member(store: Store, name: str, group: str, cpu: str = "3", **spec: Any) -> Obj:
+    return gang_pod(store, name, cpu, labels={"scheduling.x-k8s.io/pod-group": group}, spec=spec)
+
+
+def volcano_member(store: Store, name: str, group: str, cpu: str = "3") -> Obj:
+    annotations = {"scheduling.k8s.io/group-name": group}
+    return gang_pod(store, name, cpu, annotations=annotations, spec={"schedulerName": "volcano"})
+
+
+def message(store: Store, pod: str) -> str:
+    cond = condition(store, pod)
+    return str(cond.get("message")) if cond else ""
+
+
+def test_a_gang_that_does_not_fit_whole_binds_no_pod(store: Store, scheduler: Scheduler) -> None:
+    for n in ("n0", "n1"):
+        make_node(store, n)
+    coscheduling_group(store, "train", 3)
+    for i in range(3):
+        member(store, f"w{i}", "train")
+    run_until(scheduler, lambda: bool(message(store, "w2")))
+    assert [node_of(store, f"w{i}") for i in range(3)] == [None, None, None]
+    assert "gang coscheduling:default/train:" in message(store, "w0")
+    assert (
+        "2 of the 3 pods the gang needs together fit; 0/2 nodes are available: 2 Insufficient cpu."
+        in message(store, "w0")
+    )
+    make_node(store, "n2")
+    run_until(scheduler, lambda: all(node_of(store, f"w{i}") for i in range(3)))
+    assert sorted(str(node_of(store, f"w{i}")) for i in range(3)) == ["n0", "n1", "n2"]
+
+
+def test_two_gangs_that_fit_alone_but_not_together_exactly_one_runs(
+    store: Store, scheduler: Scheduler
+) -> None:
+    for n in ("n0", "n1", "n2"):
+        make_node(store, n)
+    for g in ("a", "b"):
+        coscheduling_group(store, g, 2)
+        for i in range(2):
+            member(store, f"{g}{i}", g)
+    run_until(scheduler, lambda: bool(message(store, "b1") or message(store, "a1")))
+    bound = {p: node_of(store, p) for p in ("a0", "a1", "b0", "b1")}
+    running = sorted({p[0] for p, n in bound.items() if n})
+    assert len(running) == 1
+    assert all(bound[f"{running[0]}{i}"] for i in range(2))
+
+
+def test_volcano_pods_join_their_podgroup_and_start_together(store: Store, scheduler: Scheduler) -> None:
+    make_node(store, "n0", cpu="8")
+    volcano_group(store, "job", 2)
+    volcano_member(store, "m0", "job")
+    run_until(scheduler, lambda: bool(message(store, "m0")))
+    assert node_of(store, "m0") is None
+    assert "waiting for 1 more pods (minMember 2, 1 exist)" in message(store, "m0")
+    volcano_member(store, "m1", "job")
+    run_until(scheduler, lambda: bool(node_of(store, "m0") and node_of(store, "m1")))
+
+
+def test_a_pod_of_a_missing_podgroup_is_held_with_the_reason(store: Store, scheduler: Scheduler) -> None:
+    make_node(store, "n0")
+    member(store, "lost", "nowhere", cpu="1")
+    run_until(scheduler, lambda: bool(message(store, "lost")))
+    assert node_of(store, "lost") is None
+    assert "PodGroup default/nowhere (scheduling.x-k8s.io/v1alpha1) not found" in message(store, "lost")
+
+
+def test_an_incomplete_gang_gives_up_its_reservation_after_its_timeout(
+    store: Store, scheduler: Scheduler, clock: Clock
+) -> None:
+    make_node(store, "n0")
+    coscheduling_group(store, "early", 2, timeout=30)
+    member(store, "e0", "early")
+    run_until(scheduler, lambda: "waiting for 1 more" in message(store, "e0"))
+    clock.now += 31
+    scheduler.cache.unpark_all()
+    run_until(scheduler, lambda: "reservation released" in message(store, "e0"))
+    assert node_of(store, "e0") is None
+
+
+def test_an_incomplete_gang_keeps_its_room_from_other_pods_until_its_timeout(
+    store: Store, scheduler: Scheduler, clock: Clock
+) -> None:
+    make_node(store, "n0")
+    coscheduling_group(store, "early", 2, timeout=30)
+    member(store, "e0", "early")
+    run_until(scheduler, lambda: "waiting for 1 more" in message(store, "e0"))
+    make_pod(store, "solo", cpu="3")  # arrives while the gang waits for its second pod
+    run_until(scheduler, lambda: bool(message(store, "solo")))
+    assert node_of(store, "solo") is None
+    clock.now += 31
+    scheduler.cache.unpark_all()
+    run_until(scheduler, lambda: bool(node_of(store, "solo")))
+    assert node_of(store, "e0") is None
+
+
+def test_members_already_running_count_toward_min_member(store: Store, scheduler: Scheduler) -> None:
+    for n in ("n0", "n1"):
+        make_node(store, n)
+    coscheduling_group(store, "g", 2)
+    member(store, "g0", "g", cpu="1")
+    member(store, "g1", "g", cpu="1")
+    run_until(scheduler, lambda: bool(node_of(store, "g0") and node_of(store, "g1")))
+    store.delete("v1", "Pod", "g1", "default")
+    member(store, "g2", "g", cpu="1")  # a replacement: one running member plus this one make two
+    run_until(scheduler, lambda: bool(node_of(store, "g2")))
+
+
+def test_job_pods_asking_for_one_rack_land_in_one_rack(store: Store, scheduler: Scheduler) -> None:
+    store.create(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "Topology",
+            "metadata": {"name": "default"},
+            "spec": {
+                "levels": [
+                    {"nodeLabel": "cloud.provider.com/topology-rack"},
+                    {"nodeLabel": "kubernetes.io/hostname"},
+                ]
+            },
+        }
+    )
+    for name, rack in (("a0", "ra"), ("b0", "rb"), ("b1", "rb"), ("b2", "rb")):
+        node = make_node(store, name)
+        node["metadata"]["labels"] = {
+            "cloud.provider.com/topology-rack": rack,
+            "kubernetes.io/hostname": name,
+        }
+        store.update(node)
+    tas_job(store, "cloud.provider.com/topology-rack", 3)
+    run_until(scheduler, lambda: all(node_of(store, f"tas-{i}") for i in range(3)))
+    assert sorted(str(node_of(store, f"tas-{i}")) for i in range(3)) == ["b0", "b1", "b2"]
+
+
+def test_a_high_priority_gang_evicts_a_whole_lower_gang_and_no_more(
+    store: Store, scheduler: Scheduler
+) -> None:
+    store.create(
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "high"},
+            "value": 100,
+        }
+    )
+    for n in ("n0", "n1", "n2"):
+        make_node(store, n)
+    coscheduling_group(store, "low", 2)
+    member(store, "low0", "low")
+    member(store, "low1", "low")
+    run_until(scheduler, lambda: bool(node_of(store, "low0") and node_of(store, "low1")))
+    make_pod(store, "solo", cpu="3")  # the youngest: tried first, then spared
+    run_until(scheduler, lambda: bool(node_of(store, "solo")))
+    coscheduling_group(store, "high", 2)
+    for i in range(2):
+        member(store, f"high{i}", "high", priorityClassName="high")
+
+    def deleting() -> set[str]:
+        return {
+            p["metadata"]["name"]
+            for p in store.list("v1", "Pod").items
+            if p["metadata"].get("deletionTimestamp")
+        }
+
+    run_until(scheduler, lambda: bool(deleting()))
+    assert deleting() == {"low0", "low1"}  # both pods of the low gang, nothing else
+    assert "preempting 2 pods of lower-priority gangs coscheduling:default/low" in message(store, "high0")
+    scheduler.cache.unpark_all()
+    scheduler.run_cycle()  # the victims still terminate: no second round of victims
+    assert deleting() == {"low0", "low1"}
+    assert "waiting for 2 preempted pods to terminate" in message(store, "high0")
+    for name in ("low0", "low1"):  # the node agent's part: the evicted processes end
+        store.delete("v1", "Pod", name, "default", DeleteOptions(grace_period_seconds=0))
+    run_until(scheduler, lambda: bool(node_of(store, "high0") and node_of(store, "high1")))
+    assert sorted(str(node_of(store, f"high{i}")) for i in range(2)) == ["n0", "n1"]
+
+
+def kueue_member(store: Store, name: str, group: str, total: str) -> Obj:
+    labels = {"kueue.x-k8s.io/pod-group-name": group}
+    return gang_pod(store, name, labels=labels, annotations={"kueue.x-k8s.io/pod-group-total-count": total})
+
+
+def test_kueue_pod_groups_start_when_their_total_count_exists(store: Store, scheduler: Scheduler) -> None:
+    for n in ("n0", "n1"):
+        make_node(store, n)
+    kueue_member(store, "k0", "grp", "2")
+    run_until(scheduler, lambda: "waiting for 1 more pods (minMember 2, 1 exist)" in message(store, "k0"))
+    kueue_member(store, "k1", "grp", "2")
+    run_until(scheduler, lambda: bool(node_of(store, "k0") and node_of(store, "k1")))
+
+
+def test_a_kueue_pod_group_with_an_unreadable_total_is_held(store: Store, scheduler: Scheduler) -> None:
+    make_node(store, "n0")
+    kueue_member(store, "k0", "grp", "two")
+    run_until(scheduler, lambda: bool(message(store, "k0")))
+    assert "annotation kueue.x-k8s.io/pod-group-total-count is not a number" in message(store, "k0")
+    assert node_of(store, "k0") is None
+
+
+def tas_job(store: Store, level: str | None, count: int, cpu: str = "3") -> None:
+    """A Job of ``count`` pods, admitted by Kueue (its pod-set label), whose template requires
+    one domain of ``level`` if given (the pods made here as its controller would make them)."""
+    job = store.create(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "tas", "namespace": "default"},
+            "spec": {
+                "parallelism": count,
+                "completions": count,
+                "suspend": True,
+                "template": {
+                    "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}
+                },
+            },
+        }
+    )
+    owner = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "name": "tas",
+        "uid": job["metadata"]["uid"],
+        "controller": True,
+    }
+    for i in range(count):
+        annotations = {"kueue.x-k8s.io/podset-required-topology": level} if level is not None else {}
+        labels = {"kueue.x-k8s.io/podset": "main"}
+        gang_pod(store, f"tas-{i}", cpu, labels=labels, annotations=annotations, ownerReferences=[owner])
+
+
+def test_a_kueue_jobs_pods_start_together_or_not_at_all(store: Store, scheduler: Scheduler) -> None:
+    make_node(store, "n0", cpu="8")
+    tas_job(store, None, 3)  # three 3-cpu pods, room for two
+    run_until(scheduler, lambda: "2 of the 3 pods the gang needs together fit" in message(store, "tas-2"))
+    assert [node_of(store, f"tas-{i}") for i in range(3)] == [None, None, None]
+    assert message(store, "tas-0").startswith("gang job:default/tas: ")
+
+
+def test_a_level_no_topology_declares_is_held_with_the_reason(store: Store, scheduler: Scheduler) -> None:
+    make_node(store, "n0", cpu="8")
+    tas_job(store, "example.com/zone", 2)
+    run_until(scheduler, lambda: bool(message(store, "tas-0")))
+    assert "no Topology has the level example.com/zone" in message(store, "tas-0")
+    assert node_of(store, "tas-0") is None
