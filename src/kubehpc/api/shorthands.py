@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubehpc.api.kinds.kubeflow.shorthand import expand_mpijob_shorthands
 from kubehpc.api.loader import Document
 
 KUEUE_GROUP = "kueue.x-k8s.io"
@@ -40,6 +41,7 @@ def expand_shorthands(docs: list[Document]) -> list[str]:
     warnings += _unnamed_cluster_queues(docs)
     for doc in abbreviated:
         warnings += _open_to_all_namespaces(doc)
+    warnings += expand_mpijob_shorthands(docs)
     return warnings
 
 

@@ -45,6 +45,7 @@ from kubehpc.node.cgroups import MemoryCgroups
 from kubehpc.node.devices import DevicePlugin, allocation_annotation
 from kubehpc.node.env import ContainerConfigError, PodContext, build_env, expand
 from kubehpc.node.events import EventSink
+from kubehpc.node.launch import shim_dir
 from kubehpc.node.registration import node_status, register, renew_lease
 from kubehpc.node.runner import (
     CpuPool,
@@ -520,9 +521,10 @@ class NodeAgent:
         assert pod.volumes is not None
         root, mount_env, mounts = container_mounts(self.home, pod.obj, spec, pod.volumes)
         env = build_env(pod.obj, spec, self._ctx(pod), self._lookup, {**base, **mount_env})
+        env["PATH"] = f"{shim_dir(self.home)}:{env.get('PATH') or os.defpath}"  # kubehpc-launch, srun
         if self.plugins[pod.node].inventory.devices:
             # After the user's env: the devices a container sees are not the user's choice.
-            env.update(DevicePlugin.env(pod.devices or {}, c.view.name))
+            env.update(self.plugins[pod.node].container_env(pod.devices or {}, c.view.name))
         command = [expand(a, env) for a in spec.get("command") or []]
         args = [expand(a, env) for a in spec.get("args") or []]
         argv = [*self.config.command_prefix(spec.get("image", "")), *command, *args]

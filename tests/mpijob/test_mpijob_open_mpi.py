@@ -1,0 +1,201 @@
+"""A real Open MPI program run by an MPIJob on the embedded cluster."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+from mpikit import Plane, build_mpi_program, drain, mpijob, wait_for
+
+
+def test_four_ranks_run_in_their_worker_pods_and_talk(plane: Plane, tmp_path: Path) -> None:
+    binary = build_mpi_program(tmp_path)
+    job = mpijob("ranks", ["mpirun", "-np", "4", str(binary)])
+    plane.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(job))
+    wait_for(plane, "ranks", "Succeeded")
+    log = plane.kubectl("logs", "job/ranks-launcher")
+    ranks = sorted(re.findall(r"rank=(\d) size=4 pod=(\S+) role=(\S+) sum=6", log))
+    # Open MPI fills each host's slots in hostfile order: ranks 0,1 on worker 0, 2,3 on worker 1.
+    assert ranks == [
+        ("0", "ranks-worker-0", "worker"),
+        ("1", "ranks-worker-0", "worker"),
+        ("2", "ranks-worker-1", "worker"),
+        ("3", "ranks-worker-1", "worker"),
+    ], log
+
+
+def _pids_running(argv_tail: str) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+        except OSError:
+            continue
+        if cmd == argv_tail:
+            pids.append(int(entry.name))
+    return pids
+
+
+def test_a_failing_rank_fails_the_job_with_its_exit_code(plane: Plane, tmp_path: Path) -> None:
+    binary = build_mpi_program(tmp_path)
+    job = mpijob(
+        "fails",
+        ["mpirun", "-np", "2", str(binary), "3"],
+        slots=1,
+        extra_spec={"runPolicy": {"backoffLimit": 0}},
+    )
+    job["spec"]["mpiReplicaSpecs"]["Launcher"]["restartPolicy"] = "Never"
+    plane.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(job))
+    failed = wait_for(plane, "fails", "Failed")
+    pods = json.loads(
+        plane.kubectl("get", "pods", "-l", "training.kubeflow.org/job-role=launcher", "-o", "json")
+    )
+    codes = [
+        s["state"]["terminated"]["exitCode"]
+        for p in pods["items"]
+        if p["metadata"]["name"].startswith("fails-launcher")
+        for s in p["status"]["containerStatuses"]
+    ]
+    assert codes == [3], failed["status"]
+
+
+def test_deleting_the_job_kills_every_rank(plane: Plane) -> None:
+    marker = "sleep 7191"
+    job = mpijob("lasting", ["mpirun", "-np", "4", *marker.split()])
+    plane.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(job))
+    wait_for(plane, "lasting", "Running")
+    deadline = time.monotonic() + 30
+    while len(_pids_running(marker)) < 4 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert len(_pids_running(marker)) == 4
+    plane.kubectl("delete", "mpijob", "lasting")
+    deadline = time.monotonic() + 30
+    while _pids_running(marker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _pids_running(marker) == []
+
+
+QUEUES = """
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: mpi-flavor}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: mpi-cq}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - name: mpi-flavor
+      resources: [{name: cpu, nominalQuota: 3}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: mpi-lq, namespace: default}
+spec: {clusterQueue: mpi-cq}
+"""
+
+
+def test_queued_mpijobs_are_admitted_by_quota_as_one_workload(plane: Plane, tmp_path: Path) -> None:
+    plane.kubectl("apply", "-f", "-", stdin=QUEUES)
+    binary = build_mpi_program(tmp_path)
+    jobs = []
+    for name, pause in (("first", 5), ("second", 0)):
+        # Launcher 1 CPU + 2 workers x 1 CPU: the queue's 3 CPUs hold one job at a time; the
+        # first one pauses so that it surely holds its quota while the second is looked at.
+        job = mpijob(name, ["sh", "-c", f"sleep {pause}; mpirun -np 2 {binary}"], slots=1)
+        job["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "mpi-lq"}
+        for replica in job["spec"]["mpiReplicaSpecs"].values():
+            replica["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+        jobs.append(yaml.safe_dump(job))
+    plane.kubectl("apply", "-f", "-", stdin=jobs[0])
+    wait_for(plane, "first", "Running")
+    plane.kubectl("apply", "-f", "-", stdin=jobs[1])
+    time.sleep(1.5)
+    second = json.loads(plane.kubectl("get", "mpijob", "second", "-o", "json"))
+    assert second["spec"]["runPolicy"]["suspend"] is True  # held: no quota left
+    assert "pod/second-worker-0" not in plane.kubectl("get", "pods", "-o", "name")
+    wait_for(plane, "first", "Succeeded")
+    wait_for(plane, "second", "Succeeded")
+    workloads = json.loads(plane.kubectl("get", "workloads", "-o", "json"))["items"]
+    second_wl = [w for w in workloads if w["metadata"]["ownerReferences"][0]["name"] == "second"]
+    assert [p["name"] for p in second_wl[0]["spec"]["podSets"]] == ["launcher", "worker"]
+
+
+def test_each_rank_sees_the_gpus_of_its_own_worker_pod(tmp_path: Path) -> None:
+    # Fake GPUs: each worker pod is given one device, and the rank started in it must see that
+    # device (and no other) in CUDA_VISIBLE_DEVICES.
+    cluster = (
+        Path(__file__).resolve().parents[2] / "examples" / "clusters" / "fake-gpu-demo.yaml"
+    ).read_text()
+    plane = Plane(tmp_path / "home").start(cluster)
+    try:
+        job = mpijob(
+            "gpus", ["mpirun", "-np", "2", "sh", "-c", "echo $POD_NAME $CUDA_VISIBLE_DEVICES"], slots=1
+        )
+        worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+        worker["resources"] = {"limits": {"nvidia.com/gpu": 1}}
+        plane.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(job))
+        wait_for(plane, "gpus", "Running")
+        devices = {}
+        for i in range(2):
+            pod = json.loads(plane.kubectl("get", "pod", f"gpus-worker-{i}", "-o", "json"))
+            devices[f"gpus-worker-{i}"] = json.loads(pod["metadata"]["annotations"]["kubehpc.io/devices"])
+        wait_for(plane, "gpus", "Succeeded")
+        seen = dict(
+            line.split() for line in plane.kubectl("logs", "job/gpus-launcher").splitlines() if line.strip()
+        )
+        assert set(seen) == {"gpus-worker-0", "gpus-worker-1"}
+        for pod, visible in seen.items():
+            assert visible.startswith("GPU-")
+            assert [visible] == [d for ds in devices[pod].values() for d in ds]
+        assert seen["gpus-worker-0"] != seen["gpus-worker-1"]
+    finally:
+        drain(plane.kubeconfig)
+        plane.stop()
+
+
+def test_the_seeds_mpijob_applies_through_its_shorthand_with_a_warning(plane: Plane) -> None:
+    seed = Path(__file__).resolve().parents[2] / "examples" / "seed" / "mpijob.yaml"
+    result = subprocess.run(
+        [sys.executable, "-m", "kubehpc.cli", "--home", str(plane.home), "apply", "-f", str(seed)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBEHPC_HOME")},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "spec.worker -> spec.mpiReplicaSpecs.Worker" in result.stderr
+    stored = json.loads(plane.kubectl("get", "mpijob", "mpi-test", "-o", "json"))
+    assert stored["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 4
+    assert stored["spec"]["runPolicy"]["cleanPodPolicy"] == "All"
+    plane.kubectl("delete", "mpijob", "mpi-test", "--wait=false")
+
+
+def test_a_scheduling_policy_runs_the_job_as_one_volcano_gang(plane: Plane, tmp_path: Path) -> None:
+    binary = build_mpi_program(tmp_path)
+    job = mpijob(
+        "gang",
+        ["sh", "-c", f"sleep 3; mpirun -np 4 {binary}"],
+        extra_spec={"runPolicy": {"schedulingPolicy": {"minAvailable": 3}}},
+    )
+    plane.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(job))
+    wait_for(plane, "gang", "Running")
+    group = json.loads(plane.kubectl("get", "podgroups.scheduling.volcano.sh", "gang", "-o", "json"))
+    assert group["spec"]["minMember"] == 3
+    pod = json.loads(plane.kubectl("get", "pod", "gang-worker-0", "-o", "json"))
+    assert pod["spec"]["schedulerName"] == "volcano"
+    wait_for(plane, "gang", "Succeeded")
+    assert (
+        len(re.findall(r"rank=\d size=4 pod=gang-worker-\d", plane.kubectl("logs", "job/gang-launcher"))) == 4
+    )
