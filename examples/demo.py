@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -28,6 +29,8 @@ CLUSTER = HERE / "clusters" / "fake-gpu-demo.yaml"
 MANIFESTS = [
     HERE / "seed" / f for f in ("job-runnable.yaml", "indexed-job.yaml", "gpu-job.yaml", "mig-job.yaml")
 ]
+MPI_MANIFEST = HERE / "seed" / "mpijob.yaml"  # section 6, run by real Open MPI (openmpi-bin)
+RAY_MANIFEST = HERE / "seed" / "rayjob.yaml"  # section 5, run by real Ray (the `ray` extra)
 TIMEOUT_S = 180
 
 # Piped output (CI logs) has no terminal width to follow; give the tables room.
@@ -121,7 +124,7 @@ def show(client: RestClient, jobs: list[dict]) -> None:
 
     console.print("[bold]What the GPU and MIG pods saw:[/bold]")
     for pod in pods:
-        if pod["metadata"]["name"].startswith(("gpu-train", "mig-infer")):
+        if pod["metadata"]["name"].startswith(("gpu-train", "mig-infer", "mpi-test-launcher")):
             name = pod["metadata"]["name"]
             log = b"".join(client.stream_log("default", name)).decode().strip()
             console.print(f"  {name}: {log}", soft_wrap=True)
@@ -139,10 +142,42 @@ def main() -> None:
                 console.print(kubehpc(home, "apply", "-f", str(manifest)).strip())
             client = RestClient(load_client_config(str(home / "kubeconfig")))
             names = [m.read_text().split("name: ", 1)[1].split()[0] for m in MANIFESTS]
+            if shutil.which("mpirun"):
+                console.print(kubehpc(home, "apply", "-f", str(MPI_MANIFEST)).strip())
+                names.append("mpi-test-launcher")  # the MPIJob's launcher Job runs mpirun
+            else:
+                console.print("[yellow]no mpirun here: the MPIJob is skipped (`make system-deps`)[/yellow]")
+            console.print(kubehpc(home, "apply", "-f", str(RAY_MANIFEST)).strip())
+            names.append("ray-test")  # the RayJob's submitter Job (named after it) runs `ray job submit`
             show(client, wait_for_jobs(client, names))
+            show_rayjob(client, "ray-test")
             client.close()
         finally:
             console.print(kubehpc(home, "down").strip())
+
+
+def show_rayjob(client: RestClient, name: str) -> None:
+    """The RayJob's states and what its Ray program printed (in its submitter's log)."""
+    job = client.get("ray.io/v1", "RayJob", name, "default")
+    st = job.get("status", {})
+    console.print(
+        f"[bold]RayJob {name}:[/bold] {st.get('jobDeploymentStatus')} / {st.get('jobStatus')} "
+        f"on RayCluster {st.get('rayClusterName')} (deleted after the job: shutdownAfterJobFinishes)"
+    )
+    for pod in client.list(
+        "v1", "Pod", ListOptions("default", label_selector=f"batch.kubernetes.io/job-name={name}")
+    ).items:
+        log = b"".join(client.stream_log("default", pod["metadata"]["name"])).decode()
+        for line in log.splitlines():
+            if line.startswith(("Ray nodes:", "GPU tasks got:")):
+                console.print(f"  {line}", soft_wrap=True)
+    # The Ray nodes are host processes: let them stop before the cluster goes down.
+    selector = f"ray.io/cluster={st.get('rayClusterName')}"
+    deadline = time.monotonic() + 60
+    while client.list("v1", "Pod", ListOptions("default", label_selector=selector)).items:
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
 
 
 if __name__ == "__main__":
