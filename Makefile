@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | md5sum | cut -c1-12)
 PYTEST_ARGS ?=
 
-.PHONY: demo test install lint typecheck layers unit clean system-deps bench
+.PHONY: demo test install lint typecheck layers unit clean system-deps bench k8s-testenv
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,6 +20,10 @@ install: $(STAMP)
 
 system-deps:
 	@bash scripts/system-deps.sh
+
+# The real kube-apiserver the k8s tests need: built once into ~/.cache (15-20 min cold).
+k8s-testenv:
+	@bash scripts/k8s-testenv build
 
 demo: install
 	$(BIN)/python examples/demo.py
@@ -37,7 +41,7 @@ typecheck: install
 unit: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-test: install system-deps lint layers typecheck unit
+test: install system-deps k8s-testenv lint layers typecheck unit
 
 bench: install
 	$(BIN)/python benchmarks/store.py

@@ -15,6 +15,7 @@ from typing import IO
 from kubehpc.api.errors import ApiError
 from kubehpc.cli import (
     apply,
+    controller,
     daemon,
     delete,
     describe,
@@ -22,6 +23,7 @@ from kubehpc.cli import (
     events,
     get,
     logs,
+    node,
     sim,
     slurm_import,
     slurm_sbatch,
@@ -49,6 +51,8 @@ COMMANDS = (
     slurm_views,
     slurm_import,
     sim,
+    controller,
+    node,
 )
 
 

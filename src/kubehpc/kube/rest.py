@@ -27,6 +27,7 @@ import orjson
 
 from kubehpc.api.errors import ApiError, NotFound, ServiceUnavailable
 from kubehpc.kube.kubeconfig import ClientConfig
+from kubehpc.kube.ratelimit import TokenBucket
 from kubehpc.store.client import (
     DeleteOptions,
     ListOptions,
@@ -186,8 +187,13 @@ class RestClient:
         user_agent: str = "kubehpc",
         on_warning: Callable[[str], None] | None = None,
         transport: httpx.BaseTransport | None = None,
+        qps: float = 0.0,
+        burst: int = 0,
+        max_connections: int = 100,
     ) -> None:
         self.config = config
+        # Client-side rate limit (client-go's QPS/Burst); 0: none, as for the CLI.
+        self.limiter = TokenBucket(qps, burst or max(1, int(qps * 2)))
         self.retries = retries
         self.backoff = backoff
         self.on_warning = on_warning
@@ -203,7 +209,9 @@ class RestClient:
             auth=auth,
             verify=config.ssl_context(),
             timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
-            limits=httpx.Limits(max_connections=100, max_keepalive_connections=20),
+            limits=httpx.Limits(
+                max_connections=max_connections, max_keepalive_connections=min(max_connections, 64)
+            ),
             transport=transport,
         )
         self._lock = threading.Lock()
@@ -249,6 +257,7 @@ class RestClient:
         clean = {k: v for k, v in (params or {}).items() if v not in (None, "", False)}
         attempt = 0
         while True:
+            self.limiter.acquire()
             request = self._http.build_request(
                 method,
                 path,
@@ -542,6 +551,20 @@ class RestClient:
             body["dryRun"] = ["All"]
         result: Obj = self._json("DELETE", info.path(self._ns(info, namespace), name), body=body)
         return result
+
+    def delete_collection(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        grace_period_seconds: int | None = None,
+    ) -> None:
+        """Delete every object of ``kind`` (in ``namespace``) with one request."""
+        info = self.resource_for(api_version, kind)
+        body: Obj = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        if grace_period_seconds is not None:
+            body["gracePeriodSeconds"] = grace_period_seconds
+        self._send("DELETE", info.path(self._ns(info, namespace)), body=body).close()
 
     # -- raw calls for the command line ---------------------------------------------------
 
