@@ -26,14 +26,19 @@ from kubehpc.api.registry import Registry
 from kubehpc.controllers.gc import GarbageCollector, kinds_of
 from kubehpc.controllers.job import Clock, JobController, RealClock, ScaledClock
 from kubehpc.controllers.kueue.admission import AdmissionLoop, AdmissionOptions
+from kubehpc.controllers.kueue.estimates import EstimateLoop
 from kubehpc.controllers.kueue.metrics import KueueMetrics
 from kubehpc.controllers.kueue.reconciler import JobReconciler
 from kubehpc.controllers.kueue.webhooks import JobWebhook, PodPriorityHook
 from kubehpc.controllers.namespace import NamespaceController
 from kubehpc.controllers.pvc import PvcBinder
+from kubehpc.controllers.ray import embedded_controllers as ray_controllers
 from kubehpc.controllers.scheduler import Scheduler, SchedulerOptions
+from kubehpc.controllers.scheduling.gangs import SERVED_SCHEDULERS
+from kubehpc.controllers.volcano import loops as volcano_loops
 from kubehpc.node.agent import NodeAgent
 from kubehpc.node.nvml import host_facts
+from kubehpc.runtime.mpi import mpijob_controller
 from kubehpc.slurm.deps import reconcile_holds
 from kubehpc.store.home import Home
 from kubehpc.store.store import Store
@@ -92,7 +97,8 @@ class ControlPlane:
         # suspended on create, pods get their priority from their PriorityClass.
         hooks = [JobWebhook(), PodPriorityHook(lambda: self.store)]
         self.store = Store(self.registry, self.home.db_path, admission=hooks)
-        self.scheduler = Scheduler(self.store, SchedulerOptions())
+        # kubehpc is the only scheduler here: it also serves pods written for Volcano's.
+        self.scheduler = Scheduler(self.store, SchedulerOptions(scheduler_names=SERVED_SCHEDULERS))
         self.admission = AdmissionLoop(
             self.store, AdmissionOptions(batch_s=ADMISSION_BATCH_S), metrics=KueueMetrics(self.metrics)
         )
@@ -107,6 +113,10 @@ class ControlPlane:
             "job": JobController(self.store, clock=job_clock()).run,
             "kueue-job-reconciler": JobReconciler(self.store).run,
             "kueue-admission": self.admission.run,
+            **volcano_loops(self.store),  # Volcano Jobs, Queues and PodGroups; coscheduling PodGroups
+            "kueue-estimated-starts": EstimateLoop(self.store).run,
+            "mpijob": mpijob_controller(self.store, self.home).run,
+            **ray_controllers(self.store),
             "slurm-holds": self._release_slurm_holds,
         }
 

@@ -13,6 +13,9 @@ from kubehpc.api.registry import Registry
 KIND_MODULES = (
     "kubehpc.api.kinds.core",  # v1, batch/v1, scheduling.k8s.io/v1, coordination.k8s.io/v1
     "kubehpc.api.kinds.kueue",  # kueue.x-k8s.io v1beta1 and v1beta2
+    "kubehpc.api.kinds.kubeflow",  # kubeflow.org MPIJob v2beta1 and v1
+    "kubehpc.api.kinds.volcano",  # scheduling/batch/topology.volcano.sh, scheduling.x-k8s.io PodGroup
+    "kubehpc.api.kinds.ray",  # ray.io RayCluster, RayJob, RayService v1 and v1alpha1
 )
 
 
