@@ -20,7 +20,7 @@ from kubehpc.api.errors import Cause, invalid
 from kubehpc.api.registry import ResourceType
 from kubehpc.controllers.kueue import constants as k
 from kubehpc.controllers.kueue.jobframework import Integration, queue_name
-from kubehpc.controllers.kueue.jobs import batchjob, mpijob, rayjob
+from kubehpc.controllers.kueue.jobs import batchjob, mpijob, raycluster, rayjob
 from kubehpc.controllers.scheduling.priority import admit_pod_priority
 from kubehpc.store.admission import Operation
 from kubehpc.store.client import Client
@@ -30,6 +30,7 @@ DEFAULT_INTEGRATIONS: tuple[Integration, ...] = (
     batchjob.INTEGRATION,
     mpijob.INTEGRATION,
     rayjob.INTEGRATION,
+    raycluster.INTEGRATION,
 )
 _MIN_PARALLELISM_FIELD = f"metadata.annotations[{k.MIN_PARALLELISM_ANNOTATION}]"
 

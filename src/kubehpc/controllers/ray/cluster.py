@@ -33,9 +33,11 @@ from kubehpc.api.quantity import parse_quantity
 from kubehpc.controllers.ray import autoscaling as A
 from kubehpc.controllers.ray import constants as c
 from kubehpc.controllers.ray import objects as O
+from kubehpc.controllers.ray import volcano as V
 from kubehpc.controllers.ray.loop import OwnerLoop
 from kubehpc.controllers.ray.ports import listening, node_ports
 from kubehpc.controllers.ray.startparams import NodePorts, ray_resources_of
+from kubehpc.controllers.ray.validation import cluster_spec_problems
 from kubehpc.store.client import Client, DeleteOptions, ListOptions
 from kubehpc.store.events import EventRecorder
 from kubehpc.store.strategy import rfc3339
@@ -127,6 +129,9 @@ class RayClusterController:
         if _deleting(cluster):
             return None  # the garbage collector removes the pods and the Service
         spec = cluster.get("spec") or {}
+        problems = cluster_spec_problems(spec)
+        if problems:  # admitted as the CRD admits it; refused here, as KubeRay's reconciler does
+            return self._fail(cluster, "InvalidRayClusterSpec", "; ".join(problems))
         pods = [p for p in self._pods(namespace, name) if not _deleting(p)]
         if self.mode.host_processes and not self._ray_on_host():
             return self._fail(
@@ -140,6 +145,7 @@ class RayClusterController:
                 self._delete_pod(pod)
             self._write_status(cluster, [], suspended=True)
             return None
+        V.ensure_pod_group(self.client, cluster)  # before any pod: the pods name it
         self._ensure_head(cluster, pods)
         pods = [p for p in self._pods(namespace, name) if not _deleting(p)]
         head = self._head(pods)
@@ -196,7 +202,7 @@ class RayClusterController:
             return
         name = f"{cluster['metadata']['name']}-head-{_suffix()}"
         ports = node_ports(head=True, serve=True) if self.mode.host_processes else None
-        pod = O.head_pod(cluster, name, ports, self.mode)
+        pod = V.join_gang(cluster, O.head_pod(cluster, name, ports, self.mode))
         if self._create(pod):
             self._event(cluster, "Normal", "CreatedHeadPod", f"Created head Pod {name}")
 
@@ -247,7 +253,8 @@ class RayClusterController:
             for _ in range(want - len(live)):
                 pname = f"{cluster['metadata']['name']}-{gname}-worker-{_suffix()}"
                 ports = node_ports(head=False) if self.mode.host_processes else None
-                if self._create(O.worker_pod(cluster, group, pname, head_ports, ports, self.mode)):
+                pod = V.join_gang(cluster, O.worker_pod(cluster, group, pname, head_ports, ports, self.mode))
+                if self._create(pod):
                     self._event(cluster, "Normal", "CreatedWorkerPod", f"Created worker Pod {pname}")
             if len(live) > want and not autoscaled:
                 # Without the autoscaler KubeRay removes surplus workers itself (newest first).

@@ -38,6 +38,7 @@ from kubehpc.controllers.ray.dashboard import TERMINAL_JOB_STATUSES, DashboardCl
 from kubehpc.controllers.ray.loop import OwnerLoop
 from kubehpc.controllers.ray.startparams import NodePorts
 from kubehpc.controllers.ray.submitter import runtime_env_json, submitter_job
+from kubehpc.controllers.ray.validation import rayjob_spec_problems
 from kubehpc.store.client import Client, DeleteOptions, Propagation
 from kubehpc.store.events import EventRecorder
 from kubehpc.store.strategy import rfc3339
@@ -127,6 +128,15 @@ class RayJobController:
 
     def _new(self, job: Obj, status: Obj) -> float | None:
         spec = job.get("spec") or {}
+        # Admitted as the CRD admits it; refused here, as KubeRay's reconciler does.
+        problems = rayjob_spec_problems(spec)
+        if problems:
+            message = "; ".join(problems)
+            status.update(
+                {"jobDeploymentStatus": VALIDATION_FAILED, "reason": "ValidationFailed", "message": message}
+            )
+            self._event(job, "Warning", "InvalidRayJobSpec", message)
+            return None
         if spec.get("suspend"):
             status["jobDeploymentStatus"] = SUSPENDED
             return None

@@ -33,11 +33,12 @@ from typing import Any
 
 import yaml
 
-from kubehpc.api.errors import AlreadyExists, Conflict, NotFound
+from kubehpc.api.errors import AlreadyExists, Conflict, Invalid, NotFound
 from kubehpc.controllers.ray import constants as c
 from kubehpc.controllers.ray import objects as O
 from kubehpc.controllers.ray.dashboard import DashboardClient, DashboardError
 from kubehpc.controllers.ray.loop import OwnerLoop
+from kubehpc.controllers.ray.validation import rayservice_spec_problems
 from kubehpc.store.client import Client, DeleteOptions, ListOptions, Propagation
 from kubehpc.store.events import EventRecorder
 from kubehpc.store.strategy import rfc3339
@@ -109,6 +110,20 @@ class RayServiceController:
             status["serviceStatus"] = ""
             status["conditions"] = _conditions(status, ready=False, upgrading=False, reason="Suspended")
             return self._write(svc, status, before, again)
+        problems = rayservice_spec_problems(spec)
+        if problems:  # no cluster is made from a spec KubeRay would refuse
+            message = "; ".join(problems)
+            if (status.get("conditions") or [{}])[0].get("reason") != "ValidationFailed":
+                self._event(svc, "Warning", "InvalidRayServiceSpec", message)
+            status["conditions"] = _conditions(
+                status, ready=False, upgrading=False, reason="ValidationFailed"
+            )
+            try:
+                return self._write(svc, status, before, again)
+            except Invalid:
+                # A v1alpha1 RayService without rayClusterConfig cannot be written back through
+                # the v1 schema; the event is all that reports it.
+                return None
         want = cluster_hash(spec.get("rayClusterConfig") or {})
         clusters = {cl["metadata"]["name"]: cl for cl in self._clusters(svc)}
         active_name = (status.get("activeServiceStatus") or {}).get("rayClusterName")

@@ -1,7 +1,8 @@
 """KubeRay's API (ray.io): RayCluster, RayJob and RayService, served as v1 (stored) and v1alpha1.
 
-v1alpha1 is accepted with the v1 schema: the fields kubehpc acts on are the same in both, so
-the versions differ only by name and no conversion is needed. Names, categories and printer
+v1alpha1 is accepted with the v1 schema (a superset of its fields), except that a v1alpha1
+RayService need not name its rayClusterConfig; the versions differ only by name otherwise and no
+conversion is needed. Names, categories and printer
 columns are those of the upstream CRDs.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from kubehpc.api import crd
-from kubehpc.api.kinds.ray.models import GROUP, RayCluster, RayJob, RayService
+from kubehpc.api.kinds.ray.models import GROUP, RayCluster, RayJob, RayService, RayServiceV1Alpha1
 from kubehpc.api.registry import PrinterColumn, Registry, ResourceType, VersionSpec
 
 STORAGE_VERSION = "v1"
@@ -52,19 +53,25 @@ KINDS: tuple[tuple[str, str, type[BaseModel]], ...] = (
 )
 
 
-def resource_type(kind: str, plural: str, model: type[BaseModel]) -> ResourceType:
+# Where a served version's schema is not the v1 one.
+VERSION_MODELS: dict[tuple[str, str], type[BaseModel]] = {("RayService", "v1alpha1"): RayServiceV1Alpha1}
+
+
+def _version(kind: str, version: str, model: type[BaseModel]) -> VersionSpec:
+    model = VERSION_MODELS.get((kind, version), model)
     schema = crd.openapi_schema(model)
-    versions = tuple(
-        VersionSpec(
-            name=version,
-            validate=crd.validator(kind, GROUP, model),
-            default=crd.defaulter(schema),
-            # As upstream: the deprecated v1alpha1 of RayJob and RayService declares no columns.
-            printer_columns=COLUMNS[kind] if version == STORAGE_VERSION or kind == "RayCluster" else (),
-            openapi_schema=schema,
-        )
-        for version in SERVED_VERSIONS
+    return VersionSpec(
+        name=version,
+        validate=crd.validator(kind, GROUP, model),
+        default=crd.defaulter(schema),
+        # As upstream: the deprecated v1alpha1 of RayJob and RayService declares no columns.
+        printer_columns=COLUMNS[kind] if version == STORAGE_VERSION or kind == "RayCluster" else (),
+        openapi_schema=schema,
     )
+
+
+def resource_type(kind: str, plural: str, model: type[BaseModel]) -> ResourceType:
+    versions = tuple(_version(kind, version, model) for version in SERVED_VERSIONS)
     return ResourceType(
         group=GROUP,
         kind=kind,
