@@ -25,7 +25,7 @@ system-deps:
 k8s-testenv:
 	@bash scripts/k8s-testenv build
 
-demo: install
+demo: install system-deps
 	$(BIN)/python examples/demo.py
 
 lint: install

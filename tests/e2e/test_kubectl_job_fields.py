@@ -72,6 +72,8 @@ def test_a_suspended_job_starts_no_pod_until_resumed_and_suspending_again_remove
     plane.kubectl("wait", "job/held", "--for=condition=Suspended", "--timeout=30s")
     assert pods(plane, "held") == []
     plane.kubectl("patch", "job", "held", "--type=merge", "-p", '{"spec":{"suspend":false}}')
+    # `kubectl wait -l` fails at once while nothing matches: wait for the Job to count its pod first.
+    plane.kubectl("wait", "job/held", "--for=jsonpath={.status.active}=1", "--timeout=60s")
     plane.kubectl("wait", "pod", "-l", "job-name=held", "--for=condition=Ready", "--timeout=60s")
     plane.kubectl("patch", "job", "held", "--type=merge", "-p", '{"spec":{"suspend":true}}')
     plane.kubectl("wait", "pod", "-l", "job-name=held", "--for=delete", "--timeout=60s")
