@@ -128,13 +128,18 @@ def test_scancel_stops_a_running_job_and_sacct_shows_it_cancelled(home: Path, tm
 
 
 def test_dependencies_release_after_success_and_cancel_after_failure(home: Path, tmp_path: Path) -> None:
-    # The control plane checks held jobs every few seconds, as slurmctld does: the jobs depended
-    # on run long enough for the dependents to be seen waiting first.
-    ok = submitted_id(kubehpc(home, "sbatch", "--wrap", "sleep 4", cwd=tmp_path))
-    bad = submitted_id(kubehpc(home, "sbatch", "--wrap", "sleep 4; false", cwd=tmp_path))
+    # The jobs depended on run until the test opens the gate (a file), so the dependents are
+    # seen waiting however slowly the machine goes; a forgotten gate ends them after 2 minutes.
+    gate = tmp_path / "gate"
+    wait = f"for i in $(seq 600); do [ -e {gate} ] && break; sleep 0.2; done"
+    ok = submitted_id(kubehpc(home, "sbatch", "--wrap", wait, cwd=tmp_path))
+    bad = submitted_id(kubehpc(home, "sbatch", "--wrap", f"{wait}; false", cwd=tmp_path))
     after_ok = submitted_id(kubehpc(home, "sbatch", f"-d afterok:{ok}", "--wrap", "echo ran", cwd=tmp_path))
     after_bad = submitted_id(kubehpc(home, "sbatch", f"-d afterok:{bad}", "--wrap", "echo ran", cwd=tmp_path))
-    assert kubehpc(home, "squeue", "-h", "-j", str(after_ok), "-o", "%R").stdout.strip() == "(Dependency)"
+    for dependent in (after_ok, after_bad):
+        reason = kubehpc(home, "squeue", "-h", "-j", str(dependent), "-o", "%R").stdout.strip()
+        assert reason == "(Dependency)", dependent
+    gate.touch()
     wait_state(home, str(ok), "COMPLETED")
     wait_state(home, str(bad), "FAILED")
     assert wait_for(tmp_path / f"slurm-{after_ok}.out", lambda t: t.endswith("\n")) == "ran\n"

@@ -42,8 +42,6 @@ WRAP = ("-J", "wrapped", "-n", "2", "-t", "5", "--wrap", BODY.replace("\n", "; "
 ONLY_SLURM = {
     "SLURM_CONF": "the path of slurm.conf: kubehpc has no slurm.conf",
     "SLURM_WORKING_CLUSTER": "slurmctld's address and protocol version",
-    "SLURM_MEM_PER_CPU": "slurm.conf's DefMemPerCPU; `kubehpc import slurm` does not carry it over yet",
-    "SLURM_JOB_GPUS": "GPU indices on the node; kubehpc's pods see device UUIDs instead (gap)",
     "SLURM_NODE_ALIASES": "cloud-node aliases, '(null)' without cloud nodes",
 }
 # Variables only kubehpc sets.

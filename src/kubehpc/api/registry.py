@@ -221,15 +221,14 @@ class Registry:
     def resolve(self, name: str) -> ResourceType:
         """Resolve a CLI resource name: plural, singular, short name or Kind, optionally
         qualified with a group (``jobs.batch``, ``workloads.kueue.x-k8s.io``). Core kinds win
-        a tie, as kubectl prefers them."""
+        a tie, as kubectl prefers them; like kubectl, an exact plural, singular or Kind wins over
+        a short name (``queue`` is Volcano's Queue, not Kueue's LocalQueue whose short name it is)."""
         lowered = name.lower()
         base, _, group = lowered.partition(".")
-        matches = [
-            rt
-            for rt in self
-            if base in (rt.plural, rt.singular, rt.kind.lower(), *rt.short_names)
-            and (not group or rt.group == group or rt.group.startswith(group + "."))
-        ]
+        in_group = [rt for rt in self if not group or rt.group == group or rt.group.startswith(group + ".")]
+        matches = [rt for rt in in_group if base in (rt.plural, rt.singular, rt.kind.lower())]
+        if not matches:
+            matches = [rt for rt in in_group if base in rt.short_names]
         if not matches:
             raise NotFound(f'the server doesn\'t have a resource type "{name}"')
         matches.sort(key=lambda rt: (rt.group != "", rt.group))

@@ -276,9 +276,13 @@ def run_scontrol(session: Session, args: argparse.Namespace) -> int:
         if not words:
             raise CliError(f"scontrol {args.verb}: give job ids")
         client = session.client()
-        for job_id in words:
+        # Job ids come as separate words or comma lists ("12,13"), as in Slurm.
+        job_ids = [i for word in words for i in word.split(",") if i]
+        for job_id in job_ids:
             job = _find_job(session, job_id)
-            patch = T.hold_patch() if args.verb == "hold" else T.release_patch(job, kueue_manages=False)
+            # Kueue manages queued jobs here (as the control plane's own releases assume): it
+            # unsuspends them on admission, and its webhook refuses a queued job unsuspended by hand.
+            patch = T.hold_patch() if args.verb == "hold" else T.release_patch(job, kueue_manages=True)
             meta = job["metadata"]
             client.patch("batch/v1", "Job", meta["name"], patch, PatchType.MERGE, meta.get("namespace"))
         return 0

@@ -54,6 +54,9 @@ def _keep_cluster_file(home: Home, path: str) -> None:
     except ClusterConfigError as exc:
         raise CliError(str(exc)) from None
     home.ensure()
+    # The file may already be the home's own copy (``--cluster HOME/cluster.yaml``): keep it.
+    if home.cluster_path.exists() and home.cluster_path.samefile(path):
+        return
     shutil.copyfile(path, home.cluster_path)
 
 

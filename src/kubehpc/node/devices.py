@@ -27,6 +27,11 @@ from kubehpc.api.devices import (
     visible_devices_env,
 )
 
+# The physical GPUs a container holds, as the node numbers them ("0,1"; a MIG instance counts as
+# its parent GPU): CUDA_VISIBLE_DEVICES carries device UUIDs, but some tools want the indices
+# (sbatch's runner makes SLURM_JOB_GPUS of them, as slurmd does).
+GPU_INDICES_ENV = "KUBEHPC_GPU_INDICES"
+
 
 class DevicePlugin:
     def __init__(self, node: NodeConfig, cluster: str):
@@ -80,14 +85,19 @@ class DevicePlugin:
         return visible_devices_env(allocation.get(container, []))
 
     def container_env(self, allocation: Mapping[str, list[str]], container: str) -> dict[str, str]:
-        """The devices a container's process sees, and the MPS limits of shared ones."""
+        """The devices a container's process sees, the MPS limits of shared ones, and the node's
+        indices of the GPUs it holds (:data:`GPU_INDICES_ENV`)."""
         ids = allocation.get(container, [])
         by_id = self.inventory.by_id()
-        return {**visible_devices_env(ids), **mps_env([by_id[i] for i in ids if i in by_id])}
+        devices = [by_id[i] for i in ids if i in by_id]
+        env = {**visible_devices_env(ids), **mps_env(devices)}
+        if devices:
+            env[GPU_INDICES_ENV] = ",".join(str(i) for i in sorted({d.gpu_index for d in devices}))
+        return env
 
 
 def allocation_annotation(allocation: Mapping[str, list[str]]) -> str:
     return json.dumps(dict(sorted(allocation.items())), separators=(",", ":"))
 
 
-__all__ = ["AllocationError", "DevicePlugin", "allocation_annotation"]
+__all__ = ["GPU_INDICES_ENV", "AllocationError", "DevicePlugin", "allocation_annotation"]

@@ -82,6 +82,8 @@ _NODE_KEYS_USED = {
     "gres",
     "state",
 }
+# Global keys carried over (DefMemPerCPU: into every partition without its own).
+_GLOBAL_KEYS_USED = {"clustername", "defmempercpu"}
 _PART_KEYS_USED = {
     "partitionname",
     "nodes",
@@ -281,6 +283,9 @@ def _partitions(
     default: str | None = None
     qos_names: list[str] = []
     names = [n.name for n in nodes]
+    # A global DefMemPerCPU is every partition's default unless the partition sets its own.
+    global_mem = conf.value("defmempercpu")
+    global_mem_per_cpu = int(global_mem) if global_mem.isdigit() else None
     for rec in conf.of("partitionname"):
         where = f"{conf.source}: line {rec.line}: PartitionName={rec.name}"
         spec = rec.get("nodes", "")
@@ -298,7 +303,7 @@ def _partitions(
             local_queue=_dns(rec.name),
             max_time=_minutes(rec.get("maxtime"), where, report),
             default_time=_minutes(rec.get("defaulttime"), where, report),
-            def_mem_per_cpu=_int(rec, "defmempercpu", 0) or None,
+            def_mem_per_cpu=_int(rec, "defmempercpu", 0) or global_mem_per_cpu,
         )
         for key in ("qos", "allowqos"):
             for q in rec.get(key).split(","):
@@ -349,7 +354,8 @@ def _pools(nodes: list[_Node], models: Mapping[str, str], report: list[str]) -> 
             pool["memory"] = f"{first.memory_mb}Mi"
         if first.gpu_count:
             known = catalogue.gpu_model(first.gpu_type) if first.gpu_type else None
-            model = models.get(first.gpu_type) or (known.name if known else None)
+            # Untyped GPUs (``Gres=gpu:N``) are named "untyped" in the report and in --gpu-model.
+            model = models.get(first.gpu_type or "untyped") or (known.name if known else None)
             if model:
                 pool["gpus"] = {"model": model, "count": first.gpu_count}
                 if first.gpu_type:
@@ -485,7 +491,7 @@ def import_slurm(
     other = [
         slurm.original_keys.get(k, k)
         for k in slurm.globals
-        if not _DAEMON_KEYS.match(k) and k not in _EXPLAINED and k != "clustername"
+        if not _DAEMON_KEYS.match(k) and k not in _EXPLAINED and k not in _GLOBAL_KEYS_USED
     ]
     for key, why in _EXPLAINED.items():
         if key in slurm.globals:

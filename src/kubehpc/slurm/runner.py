@@ -8,7 +8,9 @@ them stay characters. It
    index (``KUBEHPC_SLURM_ARRAY_TASKS`` lists ``first:count:step`` runs) and SLURM_JOB_ID as
    Slurm numbers tasks (the last task keeps the array's id, task i < last gets id + i + 1);
    for a multi-node job, SLURM_NODEID = the index; SLURM_TASK_PID is the script's pid (the
-   runner ``exec``s it), SLURM_JOB_UID/GID the user it runs as;
+   runner ``exec``s it), SLURM_JOB_UID/GID the user it runs as; SLURM_JOB_GPUS the node's
+   indices of the pod's GPUs (``KUBEHPC_GPU_INDICES``, which the node's device plugin sets;
+   else CUDA_VISIBLE_DEVICES when it holds indices, as on a real cluster's nodes);
 2. on every pod but the first of a multi-node job, waits (``sleep infinity``) for ``srun``
    (the srun shim and launch agent come with the MPI work) until the Job's success policy ends
    the pod once pod 0's script is done;
@@ -88,7 +90,9 @@ fi
 export SLURMD_NODENAME=$node SLURM_TOPOLOGY_ADDR=$node SLURM_TOPOLOGY_ADDR_PATTERN=node
 export SLURM_PROCID=0 SLURM_LOCALID=0 SLURM_PRIO_PROCESS=0
 export SLURM_JOB_UID=$(id -u) SLURM_JOB_GID=$(id -g) SLURM_TASK_PID=$$
-if [ -n "${SLURM_GPUS_ON_NODE:-}" ] && [[ ${CUDA_VISIBLE_DEVICES:-} =~ ^[0-9]+(,[0-9]+)*$ ]]; then
+if [ -n "${SLURM_GPUS_ON_NODE:-}" ] && [[ ${KUBEHPC_GPU_INDICES:-} =~ ^[0-9]+(,[0-9]+)*$ ]]; then
+  export SLURM_JOB_GPUS=$KUBEHPC_GPU_INDICES
+elif [ -n "${SLURM_GPUS_ON_NODE:-}" ] && [[ ${CUDA_VISIBLE_DEVICES:-} =~ ^[0-9]+(,[0-9]+)*$ ]]; then
   export SLURM_JOB_GPUS=$CUDA_VISIBLE_DEVICES
 fi
 export SLURM_JOB_START_TIME=$(date +%s)

@@ -86,9 +86,15 @@ _INADMISSIBLE_CODES = frozenset(
     }
 )
 NEVER_FITS = "NeverFits"
-# Waiting only for their turn: the "active" pending_workloads of Kueue's metric.
+# Waiting only for their turn: the "active" pending_workloads of Kueue's metric. A workload held
+# back by its ClusterQueue's backfill policy fits and only waits for the reservation ahead of it.
 _WAITING_CODES = frozenset(
-    {PendingCode.BEHIND_QUEUE_HEAD, PendingCode.NO_LONGER_FITS, PendingCode.PENDING_PREEMPTION}
+    {
+        PendingCode.BEHIND_QUEUE_HEAD,
+        PendingCode.NO_LONGER_FITS,
+        PendingCode.PENDING_PREEMPTION,
+        PendingCode.WAITS_FOR_RESERVATION,
+    }
 )
 
 

@@ -5,8 +5,9 @@ the API accepts. The operator's own rules (a Launcher of exactly one replica, re
 pod policies from fixed sets, ...) are :func:`validation_errors`, which the controller reports
 as the operator does: a Warning event ``ValidationError`` naming the fields.
 v1 differs in small ways: ``spec.cleanPodPolicy`` beside ``runPolicy`` and a ``mainContainer``
-name; conversion moves the first into ``runPolicy`` and keeps the second in an annotation so
-that a v1 object reads back as written.
+name; conversion moves the first into ``runPolicy`` (unless runPolicy names one) and keeps the
+second in an annotation; annotations also note where the first was written, so that a v1 object
+reads back as written.
 """
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ GROUP = "kubeflow.org"
 STORAGE_VERSION = "v2beta1"
 LAUNCHER, WORKER = "Launcher", "Worker"
 MAIN_CONTAINER_ANNOTATION = "conversion.kubehpc.io/mpijob-v1-main-container"
+# A v1 object's top-level ``spec.cleanPodPolicy``: "moved" when it became runPolicy's (the usual
+# case), else its own value (runPolicy named one too, and runPolicy's is the one that acts).
+CLEAN_POD_POLICY_ANNOTATION = "conversion.kubehpc.io/mpijob-v1-clean-pod-policy"
+MOVED = "moved"
 
 Int32 = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]
 Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
@@ -185,12 +190,25 @@ def v1_to_storage(obj: dict[str, Any]) -> dict[str, Any]:
     spec = out.setdefault("spec", {})
     clean = spec.pop("cleanPodPolicy", None)
     if clean is not None:
-        spec.setdefault("runPolicy", {}).setdefault("cleanPodPolicy", clean)
+        run_policy = spec.get("runPolicy")
+        if run_policy is None:
+            run_policy = spec["runPolicy"] = {}
+        if run_policy.get("cleanPodPolicy") is None:
+            run_policy["cleanPodPolicy"] = clean
+            _annotate(out, CLEAN_POD_POLICY_ANNOTATION, MOVED)
+        else:
+            _annotate(out, CLEAN_POD_POLICY_ANNOTATION, str(clean))
     main = spec.pop("mainContainer", None)
     if main is not None:
-        meta = out.setdefault("metadata", {})
-        meta.setdefault("annotations", {})[MAIN_CONTAINER_ANNOTATION] = main
+        _annotate(out, MAIN_CONTAINER_ANNOTATION, main)
     return out
+
+
+def _annotate(obj: dict[str, Any], key: str, value: str) -> None:
+    meta = obj.setdefault("metadata", {})
+    if meta.get("annotations") is None:
+        meta["annotations"] = {}
+    meta["annotations"][key] = value
 
 
 def v1_from_storage(obj: dict[str, Any]) -> dict[str, Any]:
@@ -202,6 +220,14 @@ def v1_from_storage(obj: dict[str, Any]) -> dict[str, Any]:
     annotations = (out.get("metadata") or {}).get("annotations") or {}
     if MAIN_CONTAINER_ANNOTATION in annotations:
         spec["mainContainer"] = annotations.pop(MAIN_CONTAINER_ANNOTATION)
-        if not annotations:
-            out["metadata"].pop("annotations", None)
+    clean = annotations.pop(CLEAN_POD_POLICY_ANNOTATION, None)
+    run_policy = spec.get("runPolicy") or {}
+    if clean == MOVED and run_policy.get("cleanPodPolicy") is not None:
+        spec["cleanPodPolicy"] = run_policy.pop("cleanPodPolicy")
+        if not run_policy:
+            spec.pop("runPolicy", None)
+    elif clean is not None and clean != MOVED:
+        spec["cleanPodPolicy"] = clean
+    if "annotations" in (out.get("metadata") or {}) and not annotations:
+        out["metadata"].pop("annotations", None)
     return out
