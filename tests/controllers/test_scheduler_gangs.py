@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from test_scheduler import condition, make_node, make_pod, node_of, run_until
+from test_scheduler import condition, make_node, make_pod, node_of, run_until, settle
 
 from kubehpc.api.kinds import build_registry
 from kubehpc.controllers.scheduler import Scheduler, SchedulerOptions
@@ -59,15 +59,18 @@ def coscheduling_group(store: Store, name: str, min_member: int, timeout: int | 
     )
 
 
-def volcano_group(store: Store, name: str, min_member: int) -> None:
-    store.create(
-        {
-            "apiVersion": "scheduling.volcano.sh/v1beta1",
-            "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": {"minMember": min_member},
-        }
-    )
+def volcano_group(store: Store, name: str, min_member: int, phase: str | None = "Inqueue") -> None:
+    """``phase``: what the Volcano queue loop (not running here) would have written; None leaves
+    the group bare, as it is right after ``kubectl apply``."""
+    group: Obj = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"minMember": min_member},
+    }
+    if phase is not None:
+        group["status"] = {"phase": phase}
+    store.create(group)
 
 
 def gang_pod(store: Store, name: str, cpu: str = "3", **meta: Any) -> Obj:
@@ -141,6 +144,41 @@ def test_volcano_pods_join_their_podgroup_and_start_together(store: Store, sched
     assert "waiting for 1 more pods (minMember 2, 1 exist)" in message(store, "m0")
     volcano_member(store, "m1", "job")
     run_until(scheduler, lambda: bool(node_of(store, "m0") and node_of(store, "m1")))
+
+
+def test_pods_of_a_volcano_podgroup_without_a_phase_wait_for_their_queue(
+    store: Store, scheduler: Scheduler
+) -> None:
+    make_node(store, "n0", cpu="8")
+    volcano_group(store, "bare", 1, phase=None)
+    volcano_member(store, "m0", "bare")
+    run_until(scheduler, lambda: bool(message(store, "m0")))
+    assert node_of(store, "m0") is None
+    assert "PodGroup default/bare is Pending: not yet let in by its queue" in message(store, "m0")
+
+
+def test_pods_held_for_their_queue_start_as_soon_as_the_queue_lets_their_group_in(
+    store: Store, clock: Clock
+) -> None:
+    # The clock never moves, so the periodic flush of parked pods cannot be what frees them.
+    options = SchedulerOptions(
+        scheduler_names=("default-scheduler", "volcano"), record_events=False, watch_pod_groups=True
+    )
+    sched = Scheduler(store, options, clock=clock)
+    sched.start(run_loop=False)
+    try:
+        make_node(store, "n0", cpu="8")
+        volcano_group(store, "late", 2, phase="Pending")
+        volcano_member(store, "m0", "late")
+        volcano_member(store, "m1", "late")
+        run_until(sched, lambda: bool(message(store, "m0") and message(store, "m1")))
+        settle(sched)  # both pods parked, nothing left to wake them but the group
+        assert node_of(store, "m0") is None
+        group = store.get("scheduling.volcano.sh/v1beta1", "PodGroup", "late", namespace="default")
+        store.update({**group, "status": {"phase": "Inqueue"}})
+        run_until(sched, lambda: bool(node_of(store, "m0") and node_of(store, "m1")), steps=40)
+    finally:
+        sched.stop()
 
 
 def test_a_pod_of_a_missing_podgroup_is_held_with_the_reason(store: Store, scheduler: Scheduler) -> None:

@@ -104,6 +104,8 @@ def network_group(store: Store, name: str, min_member: int, network: Obj) -> Non
             "kind": "PodGroup",
             "metadata": {"name": name, "namespace": "default"},
             "spec": {"minMember": min_member, "networkTopology": network},
+            # What the Volcano queue loop (not running here) writes once the queue lets it in.
+            "status": {"phase": "Inqueue"},
         }
     )
 

@@ -47,6 +47,8 @@ log = logging.getLogger(__name__)
 # PriorityClasses first, so pods listed after them get their priority at once.
 PLANNED_NODE_NO_FIT = "PlannedNodeNoFit"
 WATCHED = (("scheduling.k8s.io/v1", "PriorityClass"), ("v1", "Node"), ("v1", "Pod"))
+# A PodGroup let in by its queue (Pending -> Inqueue) or changed otherwise may free its parked pods.
+POD_GROUPS = (("scheduling.volcano.sh/v1beta1", "PodGroup"), ("scheduling.x-k8s.io/v1alpha1", "PodGroup"))
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,9 @@ class SchedulerOptions:
     backoff_max_s: float = 10.0
     """A pod whose binding failed waits this long before the next try, doubling per failure."""
     idle_wait_s: float = 1.0
+    watch_pod_groups: bool = False
+    """Watch Volcano and coscheduling PodGroups, so a gang's parked pods get another look as soon
+    as their group changes (the kinds must be served: the embedded plane serves them)."""
 
 
 @dataclass(frozen=True)
@@ -89,7 +94,8 @@ class Scheduler:
         # Pods whose nodes admission chose (Kueue's topology assignment) are bound there.
         self.planned = PlannedNodes()
         self._events: queue.Queue[Event] = queue.Queue()
-        self._informers = [Informer(client, av, kind, self._events) for av, kind in WATCHED]
+        watched = WATCHED + (POD_GROUPS if self.options.watch_pod_groups else ())
+        self._informers = [Informer(client, av, kind, self._events) for av, kind in watched]
         self._table = NodeTable.build([])
         self._last_flush = clock()
         self._written: dict[str, str] = {}  # pod -> Unschedulable message last written
@@ -163,6 +169,11 @@ class Scheduler:
 
     def _apply(self, event: Event) -> None:
         cache = self.cache
+        if event.kind == "PodGroup":
+            # The gang step reads groups from the client when it decides; here a change only
+            # means the pods it parked deserve another look.
+            cache.unpark_all()
+            return
         if event.type == RELIST:
             self._replace(event)
             return

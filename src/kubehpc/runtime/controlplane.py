@@ -98,7 +98,9 @@ class ControlPlane:
         hooks = [JobWebhook(), PodPriorityHook(lambda: self.store)]
         self.store = Store(self.registry, self.home.db_path, admission=hooks)
         # kubehpc is the only scheduler here: it also serves pods written for Volcano's.
-        self.scheduler = Scheduler(self.store, SchedulerOptions(scheduler_names=SERVED_SCHEDULERS))
+        self.scheduler = Scheduler(
+            self.store, SchedulerOptions(scheduler_names=SERVED_SCHEDULERS, watch_pod_groups=True)
+        )
         self.admission = AdmissionLoop(
             self.store, AdmissionOptions(batch_s=ADMISSION_BATCH_S), metrics=KueueMetrics(self.metrics)
         )

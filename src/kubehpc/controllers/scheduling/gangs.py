@@ -4,8 +4,8 @@ A waiting pod belongs to a gang when
 
 * Volcano: ``spec.schedulerName: volcano`` and the ``scheduling.k8s.io/group-name`` annotation name
   a ``scheduling.volcano.sh/v1beta1`` PodGroup in the pod's namespace (``minMember``; pods are
-  held while the group is ``Pending``, i.e. not yet let in by its queue; ``networkTopology``
-  places the gang within one HyperNode of the tier allowed, :mod:`.hypernodes`);
+  held while the group is ``Pending`` or has no phase yet, i.e. not yet let in by its queue;
+  ``networkTopology`` places the gang within one HyperNode of the tier allowed, :mod:`.hypernodes`);
 * scheduler-plugins coscheduling: the ``scheduling.x-k8s.io/pod-group`` label names a
   ``scheduling.x-k8s.io/v1alpha1`` PodGroup (``minMember``, ``scheduleTimeoutSeconds``);
 * Kueue: the ``kueue.x-k8s.io/pod-group-name`` label with ``kueue.x-k8s.io/pod-group-total-count``
@@ -140,7 +140,9 @@ class GangStep:
             if group is None:
                 return GroupSpec(held=f"PodGroup {ref} ({api_version}) not found")
             spec = group.get("spec") or {}
-            phase = (group.get("status") or {}).get("phase")
+            # A PodGroup the Volcano queue loop has not looked at yet has no phase: it is as
+            # Pending as one the loop holds, or pods applied with it would start before their queue.
+            phase = (group.get("status") or {}).get("phase") or "Pending"
             if ref.kind == "volcano" and phase == "Pending":
                 return GroupSpec(held=f"PodGroup {ref} is Pending: not yet let in by its queue")
             timeout = spec.get("scheduleTimeoutSeconds")
