@@ -21,9 +21,9 @@ from kubehpc.controllers.job.backoff import BackoffPolicy, BackoffRecord
 from kubehpc.controllers.job.clock import Clock, RealClock
 from kubehpc.controllers.job.plan import plan_job
 from kubehpc.controllers.job.spec import JobSpec
-from kubehpc.controllers.job.workqueue import Key, WorkQueue
+from kubehpc.controllers.job.workqueue import Key, WorkQueue, work_in_one_batch
 from kubehpc.controllers.watching import Followers
-from kubehpc.store.client import Client, DeleteOptions, ListOptions, PatchType, Propagation, write_batch
+from kubehpc.store.client import Client, DeleteOptions, ListOptions, PatchType, Propagation
 from kubehpc.store.events import EventRecorder
 
 Obj = dict[str, Any]
@@ -36,7 +36,6 @@ API_BACKOFF_MAX_S = 60.0
 # are batched into one sync per period. Without it every pod event of a big Job re-lists (and
 # decodes) all of its pods: quadratic work that made a 1,000-pod Job CPU-bound.
 SYNC_BATCH_S = 0.5
-WRITE_BATCH = 32  # Job syncs whose writes share one commit, when the store can batch
 
 
 class EventSink(Protocol):
@@ -236,26 +235,9 @@ class JobController:
             key = self.queue.get(timeout_s=0.5)
             if key is None:
                 continue
-            self._work_batch(key)
+            work_in_one_batch(self.client, self.queue, key, self._work)
         self.queue.close()
         followers.stop()
-
-    def _work_batch(self, first: Key) -> None:
-        """Sync ``first`` and the other Jobs due now (up to ``WRITE_BATCH``) in one write batch:
-        a burst of Jobs costs one commit per batch instead of one per write."""
-        done: list[Key] = []
-        try:
-            with write_batch(self.client):
-                key: Key | None = first
-                while key is not None:
-                    done.append(key)
-                    self._work(key)
-                    key = self.queue.get(0.0) if len(done) < WRITE_BATCH else None
-        except Exception:
-            # The commit failed and took the batch's writes with it: look at every Job again.
-            log.exception("committing the writes of %d Job syncs failed; retrying", len(done))
-            for key in done:
-                self.queue.add(key, 1.0)
 
     def _work(self, key: Key) -> None:
         try:

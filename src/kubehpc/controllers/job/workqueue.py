@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import heapq
+import logging
 import threading
 import time
+from collections.abc import Callable
+
+from kubehpc.store.client import Client, write_batch
+
+log = logging.getLogger(__name__)
 
 Key = tuple[str, str]
+WRITE_BATCH = 32  # syncs whose writes share one commit, when the store can batch
 
 
 class WorkQueue:
@@ -64,3 +71,21 @@ class WorkQueue:
     def __len__(self) -> int:
         with self._cond:
             return len(self._due)
+
+
+def work_in_one_batch(client: Client, queue: WorkQueue, first: Key, work: Callable[[Key], None]) -> None:
+    """Run ``work`` on ``first`` and the other keys due now (up to ``WRITE_BATCH``) inside one
+    write batch: a burst of objects costs one commit per batch instead of one per write. If the
+    commit fails it takes the batch's writes with it, so every key of the batch is queued again."""
+    done: list[Key] = []
+    try:
+        with write_batch(client):
+            key: Key | None = first
+            while key is not None:
+                done.append(key)
+                work(key)
+                key = queue.get(0.0) if len(done) < WRITE_BATCH else None
+    except Exception:
+        log.exception("committing the writes of %d syncs failed; retrying", len(done))
+        for key in done:
+            queue.add(key, 1.0)

@@ -25,7 +25,7 @@ from typing import Any
 from kubehpc.api.errors import ApiError, Conflict, NotFound
 from kubehpc.controllers.job.clock import Clock, RealClock
 from kubehpc.controllers.job.controller import EventSink
-from kubehpc.controllers.job.workqueue import Key, WorkQueue
+from kubehpc.controllers.job.workqueue import Key, WorkQueue, work_in_one_batch
 from kubehpc.controllers.kueue import constants as k
 from kubehpc.controllers.kueue import workloads as W
 from kubehpc.controllers.kueue.conditions import find
@@ -49,13 +49,12 @@ from kubehpc.sched.planned import (
     encode,
     plan_of_assignment,
 )
-from kubehpc.store.client import Client, write_batch
+from kubehpc.store.client import Client
 from kubehpc.store.events import EventRecorder
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 COMPOSE_RETRY_S = 30.0
-WRITE_BATCH = 32  # reconciles whose writes share one commit, when the store can batch
 
 
 class ComposeError(Exception):
@@ -315,26 +314,9 @@ class JobReconciler:
             key = self.queue.get(timeout_s=0.5)
             if key is None:
                 continue
-            self._work_batch(key)
+            work_in_one_batch(self.client, self.queue, key, self._work)
         self.queue.close()
         followers.stop()
-
-    def _work_batch(self, first: Key) -> None:
-        """Reconcile ``first`` and the other jobs due now (up to ``WRITE_BATCH``) in one write
-        batch: a burst of jobs costs one commit per batch instead of one per write."""
-        done: list[Key] = []
-        try:
-            with write_batch(self.client):
-                key: Key | None = first
-                while key is not None:
-                    done.append(key)
-                    self._work(key)
-                    key = self.queue.get(0.0) if len(done) < WRITE_BATCH else None
-        except Exception:
-            # The commit failed and took the batch's writes with it: look at every job again.
-            log.exception("committing the writes of %d job reconciles failed; retrying", len(done))
-            for key in done:
-                self.queue.add(key, 1.0)
 
     def _work(self, key: Key) -> None:
         kind, ref = key
