@@ -11,6 +11,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from kubehpc.api.errors import ApiError, NotFound
@@ -107,3 +108,14 @@ class EventRecorder:
             self._seen.move_to_end(key)
             while len(self._seen) > _CACHE_SIZE:
                 self._seen.popitem(last=False)
+
+
+def record_quietly(
+    sink: Callable[[Obj, str, str, str], Any], obj: Obj, type_: str, reason: str, message: str
+) -> None:
+    """Record an event through ``sink``, best effort as in Kubernetes: a controller never fails
+    (or retries its work) because an event could not be written."""
+    try:
+        sink(obj, type_, reason, message)
+    except Exception:
+        log.debug("recording event %s failed", reason, exc_info=True)

@@ -61,7 +61,7 @@ from kubehpc.sched.admission.decisions import (
 from kubehpc.sched.admission.model import AdmissionConfig, AdmissionSnapshot
 from kubehpc.sched.planned import HOSTNAME_LEVEL
 from kubehpc.store.client import Client, PatchType, write_batch
-from kubehpc.store.events import EventRecorder
+from kubehpc.store.events import EventRecorder, record_quietly
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -564,10 +564,7 @@ class AdmissionLoop:
     def _event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
         if not self.options.record_events:
             return
-        try:
-            self.events(obj, type_, reason, message)
-        except Exception:  # events are best effort
-            log.debug("recording event %s failed", reason, exc_info=True)
+        record_quietly(self.events, obj, type_, reason, message)
 
 
 # --- helpers --------------------------------------------------------------------------------------

@@ -50,7 +50,7 @@ from kubehpc.sched.planned import (
     plan_of_assignment,
 )
 from kubehpc.store.client import Client
-from kubehpc.store.events import EventRecorder
+from kubehpc.store.events import EventRecorder, record_quietly
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -285,10 +285,7 @@ class JobReconciler:
             self._event(job.object, "Normal", k.EVENT_STOPPED, message)
 
     def _event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
-        try:
-            self.events(obj, type_, reason, message)
-        except Exception:  # events are best effort
-            log.debug("recording event %s failed", reason, exc_info=True)
+        record_quietly(self.events, obj, type_, reason, message)
 
     # --- the loop ----------------------------------------------------------------------------
 

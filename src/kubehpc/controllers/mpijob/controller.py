@@ -36,7 +36,7 @@ from kubehpc.controllers.mpijob import objects as O
 from kubehpc.controllers.mpijob import status as S
 from kubehpc.controllers.watching import Followers
 from kubehpc.store.client import Client, ListOptions
-from kubehpc.store.events import EventRecorder
+from kubehpc.store.events import EventRecorder, record_quietly
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -355,10 +355,7 @@ class MPIJobController:
             pass
 
     def _event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
-        try:
-            self.events(obj, type_, reason, message)
-        except Exception:  # events are best effort
-            log.debug("recording event %s failed", reason, exc_info=True)
+        record_quietly(self.events, obj, type_, reason, message)
 
     # --- the loop ----------------------------------------------------------------------------
 

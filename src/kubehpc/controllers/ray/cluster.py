@@ -39,7 +39,7 @@ from kubehpc.controllers.ray.ports import listening, node_ports
 from kubehpc.controllers.ray.startparams import NodePorts, ray_resources_of
 from kubehpc.controllers.ray.validation import cluster_spec_problems
 from kubehpc.store.client import Client, DeleteOptions, ListOptions
-from kubehpc.store.events import EventRecorder
+from kubehpc.store.events import EventRecorder, record_quietly
 from kubehpc.store.strategy import rfc3339
 
 log = logging.getLogger(__name__)
@@ -464,10 +464,7 @@ class RayClusterController:
             pass
 
     def _event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
-        try:
-            self.events(obj, type_, reason, message)
-        except Exception:
-            log.debug("recording event %s failed", reason, exc_info=True)
+        record_quietly(self.events, obj, type_, reason, message)
 
     def run(self, stop: threading.Event) -> None:
         OwnerLoop(

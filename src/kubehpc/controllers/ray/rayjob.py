@@ -40,7 +40,7 @@ from kubehpc.controllers.ray.startparams import NodePorts
 from kubehpc.controllers.ray.submitter import runtime_env_json, submitter_job
 from kubehpc.controllers.ray.validation import rayjob_spec_problems
 from kubehpc.store.client import Client, DeleteOptions, Propagation
-from kubehpc.store.events import EventRecorder
+from kubehpc.store.events import EventRecorder, record_quietly
 from kubehpc.store.strategy import rfc3339
 
 log = logging.getLogger(__name__)
@@ -455,10 +455,7 @@ class RayJobController:
             pass
 
     def _event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
-        try:
-            self.events(obj, type_, reason, message)
-        except Exception:
-            log.debug("recording event %s failed", reason, exc_info=True)
+        record_quietly(self.events, obj, type_, reason, message)
 
     def run(self, stop: threading.Event) -> None:
         OwnerLoop(

@@ -24,7 +24,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import logging
 import secrets
 import threading
 import time
@@ -40,10 +39,9 @@ from kubehpc.controllers.ray.dashboard import DashboardClient, DashboardError
 from kubehpc.controllers.ray.loop import OwnerLoop
 from kubehpc.controllers.ray.validation import rayservice_spec_problems
 from kubehpc.store.client import Client, DeleteOptions, ListOptions, Propagation
-from kubehpc.store.events import EventRecorder
+from kubehpc.store.events import EventRecorder, record_quietly
 from kubehpc.store.strategy import rfc3339
 
-log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 COMPONENT = "rayservice-controller"
 POLL_S = 1.0
@@ -380,10 +378,7 @@ class RayServiceController:
         self._event(svc, "Normal", "DeletedRayCluster", f"Deleted RayCluster {name}")
 
     def _event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
-        try:
-            self.events(obj, type_, reason, message)
-        except Exception:
-            log.debug("recording event %s failed", reason, exc_info=True)
+        record_quietly(self.events, obj, type_, reason, message)
 
     def run(self, stop: threading.Event) -> None:
         OwnerLoop(

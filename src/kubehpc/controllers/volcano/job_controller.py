@@ -23,7 +23,7 @@ from kubehpc.controllers.volcano.podgroups import podgroup_for
 from kubehpc.controllers.volcano.view import JobView, action_for
 from kubehpc.controllers.watching import Followers
 from kubehpc.store.client import Client, DeleteOptions, ListOptions, Propagation
-from kubehpc.store.events import EventRecorder
+from kubehpc.store.events import EventRecorder, record_quietly
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -365,10 +365,7 @@ class VolcanoJobController:
         self.client.update({**pg, "status": status})  # no status subresource on PodGroups
 
     def _event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
-        try:
-            self.events(obj, type_, reason, message)
-        except Exception:  # events are best effort, as in Kubernetes
-            log.debug("recording event %s failed", reason, exc_info=True)
+        record_quietly(self.events, obj, type_, reason, message)
 
     # --- the loop ----------------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ from kubehpc.sched.podspec import pod_requests
 from kubehpc.sched.volcano import Decisions, GroupInfo, QueueInfo, Snapshot, decide, with_hierarchy
 from kubehpc.sched.volcano import resources as R
 from kubehpc.store.client import Client
-from kubehpc.store.events import EventRecorder
+from kubehpc.store.events import EventRecorder, record_quietly
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -338,10 +338,7 @@ class VolcanoQueueController:
                     self._wake.set()
 
     def _event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
-        try:
-            self.events(obj, type_, reason, message)
-        except Exception:
-            log.debug("recording event %s failed", reason, exc_info=True)
+        record_quietly(self.events, obj, type_, reason, message)
 
     # --- the loop ----------------------------------------------------------------------------
 
