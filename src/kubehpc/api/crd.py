@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Union
 
+import orjson
 from pydantic import AfterValidator, BaseModel, ConfigDict, GetJsonSchemaHandler, ValidationError
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticCustomError
@@ -205,8 +206,43 @@ def check_model(
     # Embedded built-in definitions are checked on the object itself, so that their own unknown
     # fields are pruned from what is stored too.
     view = {k: v for k, v in obj.items() if k != "metadata"}
-    embedded_causes, embedded_warnings = _embedded_causes(model, view, "", mode)
+    if mode == FieldValidation.STRICT:
+        embedded_causes, embedded_warnings = _embedded_causes_remembered(model, view)
+    else:
+        embedded_causes, embedded_warnings = _embedded_causes(model, view, "", mode)
     return causes + embedded_causes, warnings + embedded_warnings
+
+
+# (model, top-level field, its JSON) -> (causes, warnings) of the embedded built-in definitions
+# under it. Under Strict nothing is pruned, so the answer is a function of these alone; a status
+# write leaves ``spec`` (and the pod templates in it) as it was, so they are not walked again.
+_EMBEDDED_SEEN: dict[tuple[type[BaseModel], str, bytes], tuple[tuple[Cause, ...], tuple[str, ...]]] = {}
+_EMBEDDED_SEEN_MAX = 1024
+
+
+def _embedded_causes_remembered(model: type[BaseModel], view: Obj) -> tuple[list[Cause], list[str]]:
+    causes: list[Cause] = []
+    warnings: list[str] = []
+    for key, child in view.items():
+        try:
+            memo_key = (model, key, orjson.dumps(child)) if isinstance(child, dict | list) else None
+        except TypeError:  # not plain JSON: check it as it is
+            memo_key = None
+        if memo_key is None:
+            found, said = _embedded_causes(model, {key: child}, "", FieldValidation.STRICT)
+            causes += found
+            warnings += said
+            continue
+        seen = _EMBEDDED_SEEN.get(memo_key)
+        if seen is None:
+            found, said = _embedded_causes(model, {key: child}, "", FieldValidation.STRICT)
+            seen = (tuple(found), tuple(said))
+            if len(_EMBEDDED_SEEN) >= _EMBEDDED_SEEN_MAX:
+                _EMBEDDED_SEEN.clear()
+            _EMBEDDED_SEEN[memo_key] = seen
+        causes += seen[0]
+        warnings += seen[1]
+    return causes, warnings
 
 
 def _run(model: type[BaseModel], body: Obj) -> tuple[list[Cause], list[str], list[tuple[Any, ...]]]:

@@ -13,6 +13,8 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
+import orjson
+
 from kubehpc.api.errors import Cause
 from kubehpc.api.quantity import parse_quantity
 from kubehpc.api.schema import show_value
@@ -156,7 +158,7 @@ def _elastic_indexed(old: Obj, new: Obj) -> bool:
 def _strip_scheduling(template: Any) -> Any:
     if not isinstance(template, dict):
         return template
-    out = copy.deepcopy(template)
+    out: dict[str, Any] = orjson.loads(orjson.dumps(template))  # JSON: faster than deepcopy
     for keys in _MUTABLE_WHILE_SUSPENDED:
         parent = _get(out, *keys[:-1])
         if isinstance(parent, dict):

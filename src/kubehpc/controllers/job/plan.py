@@ -15,10 +15,11 @@ to the ``succeeded`` / ``failed`` counters.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+import orjson
 
 from kubehpc.controllers.job import conditions as C
 from kubehpc.controllers.job import constants as c
@@ -120,7 +121,7 @@ def plan_job(
 
     out = JobPlan()
     old_status = job.get("status") or {}
-    status = copy.deepcopy(old_status)
+    status = orjson.loads(orjson.dumps(old_status))  # JSON: a round trip beats deepcopy
     conds: list[Obj] = status.setdefault("conditions", []) or []
     status["conditions"] = conds
     uncounted = status.get("uncountedTerminatedPods") or {}

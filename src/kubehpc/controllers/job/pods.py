@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+import orjson
 
 from kubehpc.controllers.job import constants as c
 from kubehpc.controllers.job.spec import JobSpec, parse_time
@@ -191,7 +192,7 @@ def _add_index_env(container: Obj) -> None:
 def build_pod(job: JobSpec, index: int | None, failure_counts: tuple[int, int] | None = None) -> Obj:
     """A pod for ``job`` from its template (``index`` for Indexed Jobs), owned by the Job and
     carrying the tracking finalizer; the API server picks the name from ``generateName``."""
-    template = copy.deepcopy(job.template)
+    template = orjson.loads(orjson.dumps(job.template))  # JSON: a round trip beats deepcopy
     tmeta = template.get("metadata") or {}
     spec = template.get("spec") or {}
     labels = dict(tmeta.get("labels") or {})

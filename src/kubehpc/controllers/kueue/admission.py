@@ -24,6 +24,7 @@ import logging
 import queue
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -42,7 +43,6 @@ from kubehpc.controllers.kueue import constants as k
 from kubehpc.controllers.kueue import workloads as W
 from kubehpc.controllers.kueue.metrics import ACTIVE, INADMISSIBLE, SUCCESS, KueueMetrics
 from kubehpc.controllers.kueue.queuestatus import (
-    LocalQueueTally,
     base_units,
     cluster_queue_status,
     local_queue_status,
@@ -481,20 +481,14 @@ class AdmissionLoop:
 
     def _write_queue_status(self, decisions: AdmissionDecisions, now: datetime) -> None:
         cache = self.cache
-        admitted: dict[str, int] = {}
-        tally = LocalQueueTally()
-        for holder in cache.values(C.WORKLOAD):
-            if W.is_finished(holder) or not W.has_quota_reservation(holder):
-                continue
-            tally.add_holder(holder)
-            if W.is_admitted(holder):
-                name = W.cluster_queue_of(holder)
-                admitted[name] = admitted.get(name, 0) + 1
+        tally = cache.tally  # holders are counted as workloads change; pending is per decision
+        tally.pending = Counter()
         for pending in decisions.pending:
             wl = cache.objects[C.WORKLOAD].get(pending.workload)
             if wl is not None:
                 namespace = (wl.get("metadata") or {}).get("namespace") or "default"
                 tally.pending[f"{namespace}/{(wl.get('spec') or {}).get('queueName') or ''}"] += 1
+        admitted = tally.admitted_in
         states = {s.name: s for s in decisions.cluster_queues}
         for name, state in states.items():
             cq = cache.objects[C.CLUSTER_QUEUE].get(name)
@@ -535,11 +529,7 @@ class AdmissionLoop:
             if p.cluster_queue:
                 status = ACTIVE if p.reason.code in _WAITING_CODES else INADMISSIBLE
                 pending[(p.cluster_queue, status)] = pending.get((p.cluster_queue, status), 0) + 1
-        running: dict[str, int] = {}
-        for wl in self.cache.values(C.WORKLOAD):
-            if W.is_admitted(wl) and not W.is_finished(wl):
-                cq = W.cluster_queue_of(wl)
-                running[cq] = running.get(cq, 0) + 1
+        running = self.cache.tally.running_in
         cells: set[tuple[str, str, str]] = set()
         for state in decisions.cluster_queues:
             name = state.name

@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from kubehpc.controllers.kueue.queuestatus import LocalQueueTally
 from kubehpc.sched.admission.build import PodUse, Promise, pod_use, promised_room, promises_of, table_of
 from kubehpc.sched.nodetable import NodeTable
 
@@ -123,6 +124,12 @@ class AdmissionCache:
         self._used: dict[str, Counter[str]] = {}
         self._bound: Counter[tuple[str, str, str, str]] = Counter()
         self._promises: dict[str, tuple[Promise, ...]] = {}
+        # Workloads with a promise not fully bound yet: the only ones that still hold room a
+        # new table must count (a fully bound pod set's pods are counted as bound pods).
+        self._open: set[str] = set()
+        # The queue counters (reserving, admitted, quota held per LocalQueue ...), kept the same
+        # way: a cycle's queue status then reads them instead of every Workload.
+        self.tally = LocalQueueTally()
 
     # --- events ------------------------------------------------------------------------------
 
@@ -231,11 +238,13 @@ class AdmissionCache:
             if current.group is not None:
                 self._bound[(*current.group, current.node)] += sign
                 self._bound[(*current.group, "")] += sign
+                self._recheck_open(f"{current.group[0]}/{current.group[1]}")
         if use is not None:
             self._uses[key] = use
         self._nodes_dirty = True
 
     def _track_workload(self, key: str, obj: Obj | None) -> None:
+        self.tally.set(key, obj)
         promises = promises_of(obj) if obj is not None else ()
         if self._promises.get(key, ()) == promises:
             return
@@ -243,7 +252,16 @@ class AdmissionCache:
             self._promises[key] = promises
         else:
             self._promises.pop(key, None)
+        self._recheck_open(key)
         self._nodes_dirty = True
+
+    def _recheck_open(self, key: str) -> None:
+        """Whether workload ``key`` (namespace/name) still has pods promised and not bound."""
+        bound = self._bound
+        if any(sum(n for _, n in p.plan) > bound.get((*p.group, ""), 0) for p in self._promises.get(key, ())):
+            self._open.add(key)
+        else:
+            self._open.discard(key)
 
     def keep(self, kind: str, obj: Obj) -> None:
         """Put in a version the loop wrote itself (queue status, a pending message)."""
@@ -263,7 +281,8 @@ class AdmissionCache:
         rebuilt only after nodes, pods or workloads changed."""
         if self._nodes_dirty:
             nodes = self.values(NODE)
-            promised = promised_room((p for ps in self._promises.values() for p in ps), self._bound)
+            promises = (p for key in self._open for p in self._promises[key])
+            promised = promised_room(promises, self._bound)
             self._table = table_of(nodes, self._used, promised) if nodes else None
             self._nodes_dirty = False
         return self._table

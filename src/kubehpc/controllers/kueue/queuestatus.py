@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from datetime import datetime
 from fractions import Fraction
 from typing import Any
@@ -86,9 +87,48 @@ def _gen(obj: Obj) -> int | None:
     return int(value) if isinstance(value, int) else None
 
 
+@dataclass(frozen=True)
+class Holding:
+    """What one workload adds to the queue counters: the LocalQueue ("namespace/name") and
+    ClusterQueue it counts in, whether it holds quota (QuotaReserved=True, not finished), is
+    admitted, and the quota it holds as (flavor, resource, units)."""
+
+    queue: str
+    cluster_queue: str
+    reserving: bool
+    admitted: bool
+    running: bool  # Admitted=True and not finished: the metrics' admitted_active_workloads
+    cells: tuple[tuple[str, str, int], ...]
+
+
+def holding_of(workload: Obj) -> Holding | None:
+    """None for a workload that counts nowhere (waiting, finished)."""
+    finished = is_true(workload, k.FINISHED)
+    admitted = is_true(workload, k.ADMITTED)
+    reserving = not finished and is_true(workload, k.QUOTA_RESERVED)
+    running = admitted and not finished
+    if not reserving and not running:
+        return None
+    admission = (workload.get("status") or {}).get("admission") or {}
+    cells: list[tuple[str, str, int]] = []
+    if reserving:
+        for psa in admission.get("podSetAssignments") or ():
+            flavors = psa.get("flavors") or {}
+            for resource, amount in (psa.get("resourceUsage") or {}).items():
+                flavor = flavors.get(resource)
+                if flavor is not None:
+                    cells.append((str(flavor), str(resource), resource_units(str(resource), amount)))
+    cluster_queue = str(admission.get("clusterQueue") or "")
+    return Holding(_queue_key(workload), cluster_queue, reserving, admitted, running, tuple(cells))
+
+
 class LocalQueueTally:
     """Per LocalQueue ("namespace/name"): pending, reserving and admitted workloads and the
-    quota they hold per (flavor, resource)."""
+    quota they hold per (flavor, resource); per ClusterQueue: admitted workloads, and admitted
+    ones not finished (for the metrics).
+
+    Kept as workloads change (:meth:`set`), so a cycle's queue status costs a pass over the
+    queues, not over every Workload; ``pending`` is the one part each decision refills."""
 
     def __init__(self) -> None:
         self.pending: Counter[str] = Counter()
@@ -96,25 +136,42 @@ class LocalQueueTally:
         self.admitted: Counter[str] = Counter()
         self.reserved: dict[str, dict[tuple[str, str], int]] = defaultdict(dict)
         self.used: dict[str, dict[tuple[str, str], int]] = defaultdict(dict)
+        self.admitted_in: Counter[str] = Counter()  # ClusterQueue -> holders with Admitted=True
+        self.running_in: Counter[str] = Counter()  # ClusterQueue -> admitted, not finished
+        self._holdings: dict[str, Holding] = {}  # workload key -> what it adds
 
     def add_holder(self, workload: Obj) -> None:
-        """A workload holding quota (QuotaReserved=True)."""
-        key = _queue_key(workload)
-        admitted = is_true(workload, k.ADMITTED)
-        self.reserving[key] += 1
-        if admitted:
-            self.admitted[key] += 1
-        admission = (workload.get("status") or {}).get("admission") or {}
-        for psa in admission.get("podSetAssignments") or ():
-            flavors = psa.get("flavors") or {}
-            for resource, amount in (psa.get("resourceUsage") or {}).items():
-                flavor = flavors.get(resource)
-                if flavor is None:
-                    continue
-                units = resource_units(str(resource), amount)
-                for into in (self.reserved[key],) + ((self.used[key],) if admitted else ()):
-                    cell = (str(flavor), str(resource))
-                    into[cell] = into.get(cell, 0) + units
+        """Count a workload once, with no key to replace it by later (one-off tallies)."""
+        holding = holding_of(workload)
+        if holding is not None:
+            self._count(holding, 1)
+
+    def set(self, key: str, workload: Obj | None) -> None:
+        """``workload`` (None: gone) is now what the workload ``key`` looks like."""
+        holding = holding_of(workload) if workload is not None else None
+        before = self._holdings.get(key)
+        if before == holding:
+            return
+        if before is not None:
+            self._count(before, -1)
+            del self._holdings[key]
+        if holding is not None:
+            self._count(holding, 1)
+            self._holdings[key] = holding
+
+    def _count(self, h: Holding, sign: int) -> None:
+        if h.running:
+            self.running_in[h.cluster_queue] += sign
+        if not h.reserving:
+            return
+        self.reserving[h.queue] += sign
+        if h.admitted:
+            self.admitted[h.queue] += sign
+            self.admitted_in[h.cluster_queue] += sign
+        for flavor, resource, units in h.cells:
+            cell = (flavor, resource)
+            for into in (self.reserved[h.queue],) + ((self.used[h.queue],) if h.admitted else ()):
+                into[cell] = into.get(cell, 0) + sign * units
 
 
 def _queue_key(workload: Obj) -> str:

@@ -8,9 +8,10 @@ runs with the admitted count as its parallelism (and completions too with
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from typing import Any
+
+import orjson
 
 from kubehpc.api.errors import Conflict
 from kubehpc.controllers.kueue import constants as k
@@ -103,7 +104,8 @@ class BatchJob:
     def pod_sets(self) -> list[Obj]:
         pod_set: Obj = {
             "name": k.DEFAULT_POD_SET,
-            "template": copy.deepcopy(self.spec.get("template") or {}),
+            # JSON: a round trip copies it several times faster than deepcopy
+            "template": orjson.loads(orjson.dumps(self.spec.get("template") or {})),
             "count": pods_count(self.spec),
         }
         minimum = min_parallelism(self._obj)
