@@ -16,6 +16,7 @@ so schedulers are compared, not client throttles. Last line:
     kubehpc_pods_per_s=… kube_scheduler_pods_per_s=… kubehpc_cpu_ms_per_pod=… kube_scheduler_cpu_ms_per_pod=…
 
 Targets: kubehpc >= 2x kube-scheduler's pods/s, <= 1/20 of its scheduler CPU per pod.
+``--profile FILE`` samples kubehpc's process with py-spy (GIL-holding samples, collapsed stacks).
 """
 
 from __future__ import annotations
@@ -145,16 +146,39 @@ class Result:
     etcd_cpu_s: float
     decide_ms_per_pod: float
     bound: int
+    events: int
 
     def line(self, pods: int) -> str:
         return (
-            f"{self.name}: bound={self.bound} pods_per_s={self.pods_per_s:.1f} wall_s={self.wall_s:.1f} "
+            f"{self.name}: bound={self.bound} events={self.events} "
+            f"pods_per_s={self.pods_per_s:.1f} wall_s={self.wall_s:.1f} "
             f"scheduler_cpu_ms_per_pod={1000 * self.scheduler_cpu_s / pods:.3f} "
             f"scheduler_drain_cpu_ms_per_pod={1000 * self.drain_cpu_s / pods:.3f} "
             f"decision_ms_per_pod={self.decide_ms_per_pod:.3f} "
             f"apiserver_cpu_ms_per_pod={1000 * self.apiserver_cpu_s / pods:.2f} "
             f"etcd_cpu_ms_per_pod={1000 * self.etcd_cpu_s / pods:.2f}"
         )
+
+
+def scheduled_events(client: RestClient, namespace: str, pods: int, deadline: float) -> int:
+    """Events in ``namespace`` (only the schedulers write there), polled until there is one per
+    pod or ``deadline``; counted from one-item pages (``remainingItemCount``)."""
+    while True:
+        page = client.list("v1", "Event", ListOptions(namespace=namespace, limit=1))
+        count = len(page.items) + int(page.remaining_item_count or 0)
+        if count >= pods or time.monotonic() > deadline:
+            return count
+        time.sleep(0.5)
+
+
+def child_of(proc: subprocess.Popen[bytes]) -> int:
+    """The process ``proc`` started (the scheduler under py-spy)."""
+    for _ in range(200):
+        children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+        if children:
+            return int(children[0])
+        time.sleep(0.01)
+    raise SystemExit("py-spy did not start the scheduler")
 
 
 def kube_scheduler_decision_s(port: int) -> float:
@@ -165,7 +189,9 @@ def kube_scheduler_decision_s(port: int) -> float:
     raise SystemExit("kube-scheduler's metrics have no scheduler_scheduling_algorithm_duration_seconds")
 
 
-def run_one(which: str, env: Path, client: RestClient, pods: int, timeout_s: float) -> Result:
+def run_one(
+    which: str, env: Path, client: RestClient, pods: int, timeout_s: float, profile: str = ""
+) -> Result:
     namespace = f"bench-{which}"
     try:
         client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
@@ -190,29 +216,55 @@ def run_one(which: str, env: Path, client: RestClient, pods: int, timeout_s: flo
         ]  # fmt: skip
     else:
         cmd = [sys.executable, __file__, "--kubehpc-child", str(env / "kubeconfig"), str(stats)]
+        if profile:
+            # Sampled from outside (py-spy), so the CPU figures stay the scheduler's own.
+            spy = str(Path(sys.executable).with_name("py-spy"))
+            if not Path(spy).exists():
+                raise SystemExit(f"--profile needs py-spy beside {sys.executable} (pip install py-spy)")
+            cmd = [
+                spy,
+                "record",
+                "--nonblocking",
+                "--gil",
+                "--threads",
+                "--format",
+                "raw",
+                "-o",
+                profile,
+                "--",
+                *cmd,
+            ]
     api0, etcd0 = cpu_seconds(api_pid), cpu_seconds(etcd_pid)
     start = time.monotonic()
     with open(env / f"{which}.log", "wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    pid = proc.pid
+    if profile and which == "kubehpc":
+        pid = child_of(proc)
     try:
         cpu_at_first = None  # the scheduler's CPU once started and synced: drain cost alone
         while len(watch.bound) < pods and time.monotonic() - start < timeout_s:
             if proc.poll() is not None:
                 raise SystemExit(f"{which} exited early; see {env / (which + '.log')}")
             if cpu_at_first is None and watch.bound:
-                cpu_at_first = cpu_seconds(proc.pid)
+                cpu_at_first = cpu_seconds(pid)
             time.sleep(0.05)
         end = time.monotonic()
-        sched_cpu = cpu_seconds(proc.pid)
+        # Both schedulers write their Events after the bindings (kubehpc once each binding
+        # succeeded, behind the rest of its writes): their cost counts, so wait for them.
+        events = scheduled_events(client, namespace, pods, time.monotonic() + 120)
+        sched_cpu = cpu_seconds(pid)
         drain_cpu = sched_cpu - (cpu_at_first or 0.0)
         api_cpu, etcd_cpu = cpu_seconds(api_pid) - api0, cpu_seconds(etcd_pid) - etcd0
         decide_s = kube_scheduler_decision_s(metrics_port) if which == "kube-scheduler" else 0.0
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(30)
+        os.kill(pid, signal.SIGTERM)
+        proc.wait(60)
         watch.stop()
     if which == "kubehpc":
-        decide_s = float(json.loads(stats.read_text())["decide_s"])
+        child = json.loads(stats.read_text())
+        decide_s = float(child["decide_s"])
+        print(f"kubehpc: user_s={child['user_s']:.2f} system_s={child['system_s']:.2f}", flush=True)
     times = sorted(watch.bound.values())
     bound = len(times)
     rate = (bound - 1) / (times[-1] - times[0]) if bound > 1 and times[-1] > times[0] else 0.0
@@ -226,6 +278,7 @@ def run_one(which: str, env: Path, client: RestClient, pods: int, timeout_s: flo
         etcd_cpu,
         1000 * decide_s / max(1, bound),
         bound,
+        events,
     )
 
 
@@ -267,7 +320,9 @@ def kubehpc_child(kubeconfig: str, stats_path: str) -> None:
         components=("scheduler",), install_crds=False, leader_elect=False, lease=LeaseConfig(identity="bench")
     )
     ClusterController(client, options).run(stop)
-    Path(stats_path).write_text(json.dumps({"decide_s": spent[0]}))
+    times = os.times()
+    figures = {"decide_s": spent[0], "user_s": times.user, "system_s": times.system}
+    Path(stats_path).write_text(json.dumps(figures))
 
 
 def delete_pods(client: RestClient, namespace: str) -> None:
@@ -291,6 +346,7 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=10000)
     parser.add_argument("--order", default="kube-scheduler,kubehpc", help="schedulers, in the order run")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds one drain may take")
+    parser.add_argument("--profile", default="", help="py-spy the kubehpc process into this file")
     parser.add_argument("--kubehpc-child", nargs=2, metavar=("KUBECONFIG", "STATS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.kubehpc_child:
@@ -311,7 +367,7 @@ def main() -> None:
         print(f"{args.nodes} fake nodes created in {made:.1f}s", flush=True)
         results: dict[str, Result] = {}
         for which in args.order.split(","):
-            results[which] = run_one(which, env, client, args.pods, args.timeout)
+            results[which] = run_one(which, env, client, args.pods, args.timeout, args.profile)
             print(results[which].line(args.pods), flush=True)
             delete_pods(client, f"bench-{which}")
         print(f"load: {Path('/proc/loadavg').read_text().strip()}")

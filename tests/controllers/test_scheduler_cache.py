@@ -78,3 +78,24 @@ def test_an_assumed_pod_is_charged_to_its_node_and_never_waits_again() -> None:
     cache.put_pod(pod("p", cpu="3"))  # a late event from before the binding
     assert cache.waiting == {}
     assert cache.used["n"]["cpu"] == 3000
+
+
+def test_the_binding_of_an_assumed_pod_confirms_its_charge_once() -> None:
+    cache = ClusterCache(["default-scheduler"])
+    cache.put_node(node("n"))
+    cache.put_pod(pod("p", cpu="1"))
+    cache.assume("default/p", "n", Counter())
+    assert cache.charges["default/p"].assumed
+    cache.put_pod(pod("p", node_name="n", cpu="1", phase="Pending"))
+    assert not cache.charges["default/p"].assumed
+    assert cache.used["n"]["cpu"] == 1000
+
+
+def test_pods_of_one_spec_share_a_shape_and_another_spec_is_read_anew() -> None:
+    cache = ClusterCache(["default-scheduler"])
+    cache.put_pod(pod("a", cpu="1"))
+    cache.put_pod(pod("b", cpu="1"))
+    cache.put_pod(pod("c", cpu="2"))
+    shapes = {key: w.shape for key, w in cache.waiting.items()}
+    assert shapes["default/a"] is shapes["default/b"]
+    assert dict(shapes["default/c"].requests)["cpu"] == 2000

@@ -9,7 +9,7 @@ from typing import Any
 
 from kubehpc.api.errors import Conflict
 from kubehpc.controllers.scheduling.informer import Event
-from kubehpc.kube.binding import BIND_FAILED, PipelinedBinder, ScheduledEvents
+from kubehpc.kube.binding import BIND_FAILED, PipelinedBinder, PoolWrites, ScheduledEvents
 
 Obj = dict[str, Any]
 
@@ -47,12 +47,14 @@ class RefusingClient:
 
 
 def test_a_refused_binding_comes_back_to_the_loop_as_an_event() -> None:
-    events: queue.Queue[Event] = queue.Queue()
+    events: queue.SimpleQueue[Event] = queue.SimpleQueue()
     written: list[Obj] = []
     paired = ScheduledEvents(written.append)
     pod = {"metadata": {"name": "p", "namespace": "default", "uid": "u1"}}
     with ThreadPoolExecutor(2) as pool:
-        binder = PipelinedBinder(RefusingClient(), events, pool, paired)  # type: ignore[arg-type]
+        client = RefusingClient()
+        writes = PoolWrites(client, pool)  # type: ignore[arg-type]
+        binder = PipelinedBinder(client, writes, events, paired)  # type: ignore[arg-type]
         binder.bind(pod, "n1", ())
     paired.event("u1", {"reason": "Scheduled"})
     failed = events.get(timeout=5)

@@ -93,7 +93,8 @@ class Scheduler:
         self.gangs = GangStep(client, self.cache)
         # Pods whose nodes admission chose (Kueue's topology assignment) are bound there.
         self.planned = PlannedNodes()
-        self._events: queue.Queue[Event] = queue.Queue()
+        # SimpleQueue: a put is one C call, where Queue takes a lock and notifies a condition.
+        self._events: queue.SimpleQueue[Event] = queue.SimpleQueue()
         watched = WATCHED + (POD_GROUPS if self.options.watch_pod_groups else ())
         self._informers = [Informer(client, av, kind, self._events) for av, kind in watched]
         self._table = NodeTable.build([])

@@ -12,7 +12,6 @@ import logging
 import time
 from typing import Any
 
-from kubehpc.api.crd import custom_resource_definition
 from kubehpc.api.errors import AlreadyExists, ApiError, Invalid, NotFound
 from kubehpc.api.registry import Registry, ResourceType
 from kubehpc.store.client import Client
@@ -117,6 +116,9 @@ def _structural(node: Any) -> Any:
 
 
 def owned_crds(registry: Registry) -> list[Obj]:
+    # Imported here: the schema generator is pydantic's, a cost only installing CRDs pays.
+    from kubehpc.api.crd import custom_resource_definition
+
     return [
         _list_map_keys_defaulted(_structural(_float_safe(custom_resource_definition(rt))))
         for rt in sorted(registry, key=lambda r: r.key)

@@ -16,13 +16,19 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
 
-from kubehpc.controllers.kueue.jobframework import queue_name
 from kubehpc.controllers.scheduler import Scheduler, SchedulerOptions
 from kubehpc.controllers.scheduling.cache import pod_key
 from kubehpc.controllers.scheduling.informer import RELIST, Event, Informer
-from kubehpc.kube.binding import BIND_FAILED, BackgroundEvents, PipelinedBinder
-from kubehpc.kube.gatedjob import is_admitted
-from kubehpc.kube.posts import LeanCreates
+from kubehpc.kube.admitted import gate_open
+from kubehpc.kube.binding import (
+    BIND_FAILED,
+    BackgroundEvents,
+    PipelinedBinder,
+    PipelinedWrites,
+    PoolWrites,
+    Writes,
+)
+from kubehpc.kube.pipeline import Pipeline
 from kubehpc.kube.rest import RestClient
 from kubehpc.store.client import Client
 
@@ -41,24 +47,27 @@ def owner_job(pod: Obj) -> str:
     return ""
 
 
-def gate_open(job: Obj) -> bool:
-    return not queue_name(job) or is_admitted(job)
-
-
 class GatedScheduler(Scheduler):
     def __init__(self, client: Client, options: SchedulerOptions | None = None, writers: int = 0) -> None:
-        """``writers`` > 0: bindings and Events are written by that many threads in the
-        background (:mod:`kubehpc.kube.binding`), as a remote API server needs."""
+        """``writers`` > 0: bindings and Events are written in the background
+        (:mod:`kubehpc.kube.binding`), as a remote API server needs: pipelined on that many
+        connections to a real API server, else by that many threads."""
         self._pool: ThreadPoolExecutor | None = None
+        self._pipeline: Pipeline | None = None
+        writes: Writes | None = None
         if writers > 0:
-            self._pool = ThreadPoolExecutor(max_workers=writers, thread_name_prefix="bind")
-            writes = cast(Client, LeanCreates(client)) if isinstance(client, RestClient) else client
+            if isinstance(client, RestClient):
+                self._pipeline = Pipeline(client, connections=writers)
+                writes = PipelinedWrites(client, self._pipeline)
+            else:
+                self._pool = ThreadPoolExecutor(max_workers=writers, thread_name_prefix="bind")
+                writes = PoolWrites(client, self._pool)
             names = (options or SchedulerOptions()).scheduler_names
-            background = BackgroundEvents(writes, self._pool, component=names[0] if names else "")
+            background = BackgroundEvents(client, writes, component=names[0] if names else "")
             client = cast(Client, background)
         super().__init__(client, options)
-        if self._pool is not None:
-            self.binder = PipelinedBinder(client, self._events, self._pool, background.scheduled)
+        if writes is not None:
+            self.binder = PipelinedBinder(client, writes, self._events, background.scheduled)
         # Jobs are listed first, so pods listed after them find their gate known.
         self._informers.insert(0, Informer(client, "batch/v1", "Job", self._events))
         self.jobs: dict[str, bool] = {}  # Job uid -> gate open
@@ -69,6 +78,8 @@ class GatedScheduler(Scheduler):
 
     def stop(self) -> None:
         super().stop()
+        if self._pipeline is not None:
+            self._pipeline.close()
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=False)
 

@@ -22,16 +22,12 @@ from typing import Any
 from kubehpc.api.errors import NotFound
 from kubehpc.controllers.kueue.jobframework import Integration, PodSetInfo
 from kubehpc.controllers.kueue.jobs.batchjob import API_VERSION, KIND, BatchJob, min_parallelism
+from kubehpc.kube.admitted import ADMITTED_ANNOTATION, is_admitted
 from kubehpc.store.client import Client, DeleteOptions, ListOptions
 
 Obj = dict[str, Any]
-ADMITTED_ANNOTATION = "kubehpc.io/admitted"
 TERMINAL_PHASES = ("Succeeded", "Failed")
-
-
-def is_admitted(job: Obj) -> bool:
-    annotations = (job.get("metadata") or {}).get("annotations") or {}
-    return str(annotations.get(ADMITTED_ANNOTATION, "")).lower() == "true"
+__all__ = ["ADMITTED_ANNOTATION", "GatedJob", "integration", "is_admitted"]
 
 
 class GatedJob(BatchJob):

@@ -39,23 +39,23 @@ class TokenBucket:
         self.waited_s = 0.0
         """Seconds callers spent waiting for tokens, in total (shows a limit that bites)."""
 
-    def _reserve(self) -> float:
-        """Take one token now (the balance may go negative); how long to wait for it."""
+    def _reserve(self, n: int = 1) -> float:
+        """Take ``n`` tokens now (the balance may go negative); how long to wait for them."""
         with self._lock:
             now = self._clock()
             self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
             self._last = now
-            self._tokens -= 1.0
+            self._tokens -= n
             if self._tokens >= 0:
                 return 0.0
             delay = -self._tokens / self.qps
             self.waited_s += delay
             return delay
 
-    def acquire(self) -> None:
-        """Block until a request may be sent."""
+    def acquire(self, n: int = 1) -> None:
+        """Block until ``n`` requests may be sent."""
         if self.qps <= 0:
             return
-        delay = self._reserve()
+        delay = self._reserve(n)
         if delay > 0:
             self._sleep(delay)

@@ -12,6 +12,7 @@ refused) or rejected before acting on it (429) is sent again whatever its verb; 
 from __future__ import annotations
 
 import asyncio
+import gc
 import re
 import socket
 import threading
@@ -20,7 +21,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import httpx
 import orjson
@@ -28,6 +29,7 @@ import orjson
 from kubehpc.api.errors import ApiError, NotFound, ServiceUnavailable
 from kubehpc.kube.kubeconfig import ClientConfig
 from kubehpc.kube.ratelimit import TokenBucket
+from kubehpc.kube.wire import Head, Reader, Target, error_of
 from kubehpc.store.client import (
     DeleteOptions,
     ListOptions,
@@ -46,6 +48,24 @@ READ_VERBS = frozenset({"GET", "HEAD", "OPTIONS"})
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 # Warning headers look like: 299 - "message" (RFC 7234 section 5.5).
 _WARNING = re.compile(r'^\s*\d{3}\s+\S+\s+"((?:[^"\\]|\\.)*)"')
+
+
+LARGE_BODY = 1 << 20
+
+
+def decode_large(content: bytes) -> Any:
+    """Decode a big body (a list of thousands of objects) with the cyclic garbage collector
+    paused: the millions of new containers would otherwise set off collections that walk every
+    object alive again and again — several times the cost of the decoding itself. Nothing
+    decoded forms a cycle, so nothing is missed."""
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        return orjson.loads(content)
+    finally:
+        if paused:
+            gc.enable()
 
 
 class ConnectionFailed(ServiceUnavailable):
@@ -164,6 +184,9 @@ class RestWatch:
         if self._stopped.is_set():
             return
         self._stopped.set()
+        self._close()
+
+    def _close(self) -> None:
         stream = self._response.extensions.get("network_stream")
         sock = stream.get_extra_info("socket") if stream is not None else None
         if isinstance(sock, socket.socket):
@@ -172,6 +195,60 @@ class RestWatch:
             except OSError:
                 pass
         self._response.close()
+
+
+class StreamWatch(RestWatch):
+    """The same watch read straight off its socket (:mod:`kubehpc.kube.wire`): chunks split
+    into lines and decoded by orjson, without a general client's per-chunk machinery — the
+    scheduler reads one event per pod it binds."""
+
+    def __init__(self, sock: socket.socket, reader: Reader, head: Head) -> None:
+        self._sock = sock
+        self._reader = reader
+        self._head = head
+        self._stopped = threading.Event()
+
+    def _chunks(self) -> Iterator[bytes]:
+        if self._head.chunked:
+            while chunk := self._reader.chunk():
+                yield chunk
+            return
+        if self._reader.buf:
+            yield bytes(self._reader.buf)
+            self._reader.buf.clear()
+        while data := self._sock.recv(256 * 1024):
+            yield data
+
+    def __iter__(self) -> Iterator[WatchEvent]:
+        loads = orjson.loads
+        pending = b""
+        try:
+            for chunk in self._chunks():
+                if pending:
+                    chunk, pending = pending + chunk, b""
+                if not chunk.endswith(b"\n"):
+                    chunk, _, pending = chunk.rpartition(b"\n")
+                for line in chunk.split(b"\n"):
+                    if not line or line.isspace():
+                        continue
+                    event = loads(line)
+                    kind = str(event.get("type", ""))
+                    obj = event.get("object") or {}
+                    if kind == "ERROR":
+                        raise ApiError.from_status(obj if isinstance(obj, dict) else {})
+                    yield WatchEvent(type=kind, object=obj)
+        except (OSError, ValueError):
+            if not self._stopped.is_set():
+                raise
+        finally:
+            self.stop()
+
+    def _close(self) -> None:
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._sock.close()
 
 
 class RestClient:
@@ -214,6 +291,9 @@ class RestClient:
             ),
             transport=transport,
         )
+        # Watches of JSON go straight over a socket of their own (StreamWatch), unless a test
+        # gave its own transport.
+        self._target = Target.of(config, user_agent) if transport is None else None
         self._lock = threading.Lock()
         self._gv_cache: dict[str, list[ResourceInfo]] = {}
         self._all: list[ResourceInfo] | None = None
@@ -300,7 +380,12 @@ class RestClient:
 
     def _json(self, method: str, path: str, **kwargs: Any) -> Any:
         resp = self._send(method, path, **kwargs)
-        return orjson.loads(resp.content) if resp.content else {}
+        content = resp.content
+        if not content:
+            return {}
+        if len(content) < LARGE_BODY:
+            return orjson.loads(content)
+        return decode_large(content)
 
     # -- discovery ------------------------------------------------------------------------
 
@@ -472,6 +557,8 @@ class RestClient:
         self, path: str, params: dict[str, Any], headers: dict[str, str] | None = None
     ) -> RestWatch:
         """Open a watch stream on any path (``?watch=true`` must be in ``params``)."""
+        if self._target is not None and headers is None:
+            return self._stream_watch(path, params)
         resp = self._send(
             "GET",
             path,
@@ -481,6 +568,41 @@ class RestClient:
             timeout=httpx.Timeout(None, connect=10.0),
         )
         return RestWatch(resp)
+
+    def _stream_watch(self, path: str, params: dict[str, Any]) -> StreamWatch:
+        """A GET that streams, with :meth:`_send`'s retries of a read (connection failures,
+        429 and 5xx) and its typed errors."""
+        assert self._target is not None
+        clean = {k: v for k, v in params.items() if v not in (None, "", False)}
+        request = self._target.request("GET", f"{path}?{urlencode(clean)}" if clean else path)
+        attempt = 0
+        while True:
+            self.limiter.acquire()
+            sock = None
+            try:
+                sock = self._target.connect(None)
+                sock.sendall(request)
+                reader = Reader(sock)
+                head = reader.head()
+                if head.status < 400:
+                    return StreamWatch(sock, reader, head)
+                body = reader.body(head) if head.status != 429 else b""
+            except (OSError, ValueError) as exc:
+                if sock is not None:
+                    sock.close()
+                if attempt < self.retries:
+                    self._sleep(attempt, None)
+                    attempt += 1
+                    continue
+                raise ConnectionFailed(
+                    f"cannot reach the API server at {self.config.server}: {exc}"
+                ) from None
+            sock.close()
+            if head.status in RETRY_STATUS and attempt < self.retries:
+                self._sleep(attempt, head.retry_after)
+                attempt += 1
+                continue
+            raise error_of(head.status, body)
 
     def _object_info(self, obj: Obj) -> tuple[ResourceInfo, str | None, str]:
         api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))

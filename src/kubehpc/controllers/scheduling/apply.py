@@ -34,6 +34,28 @@ def rfc3339(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def device_annotations(devices: Devices) -> dict[str, str]:
+    if not devices:
+        return {}
+    ids = {container: list(ids) for container, ids in devices}
+    return {POD_DEVICES_ANNOTATION: json.dumps(ids, separators=(",", ":"))}
+
+
+def binding_object(pod: Mapping[str, Any], node: str, devices: Devices) -> Obj:
+    """The ``v1 Binding`` of ``pod`` (as last seen: its uid guards against a namesake) to ``node``."""
+    meta = pod.get("metadata") or {}
+    binding: Obj = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace"), "uid": meta.get("uid")},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+    }
+    annotations = device_annotations(devices)
+    if annotations:
+        binding["metadata"]["annotations"] = annotations
+    return binding
+
+
 class Binder:
     def __init__(self, client: Client, mode: BindMode = BindMode.AUTO) -> None:
         self.client = client
@@ -42,26 +64,10 @@ class Binder:
     def bind(self, pod: Obj, node: str, devices: Devices) -> None:
         """Bind ``pod`` (as last seen) to ``node``; raises ApiError when the API refuses."""
         meta = pod.get("metadata") or {}
-        annotations = {}
-        if devices:
-            annotations[POD_DEVICES_ANNOTATION] = json.dumps(
-                {container: list(ids) for container, ids in devices}, separators=(",", ":")
-            )
+        annotations = device_annotations(devices)
         if self.mode is not BindMode.PATCH:
-            binding: Obj = {
-                "apiVersion": "v1",
-                "kind": "Binding",
-                "metadata": {
-                    "name": meta.get("name"),
-                    "namespace": meta.get("namespace"),
-                    "uid": meta.get("uid"),
-                },
-                "target": {"apiVersion": "v1", "kind": "Node", "name": node},
-            }
-            if annotations:
-                binding["metadata"]["annotations"] = annotations
             try:
-                self.client.create(binding)
+                self.client.create(binding_object(pod, node, devices))
                 return
             except BadRequest as err:
                 if self.mode is BindMode.BINDING or '"Binding"' not in str(err):

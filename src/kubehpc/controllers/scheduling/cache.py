@@ -20,6 +20,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+import orjson
+
 from kubehpc.api.devices import NodeDevices, devices_in_use
 from kubehpc.api.quantity import resource_units
 from kubehpc.controllers.scheduling.priority import resolve_priority
@@ -56,6 +58,13 @@ def _units(resources: Mapping[str, Any]) -> dict[str, int]:
         except ValueError:
             continue  # an unreadable amount offers nothing; the node agent reports it
     return out
+
+
+def _add(totals: Counter[str], amounts: Mapping[str, int], sign: int) -> None:
+    # Counter.update/subtract, without their generic-iterable checks: one call per pod bound.
+    get = totals.get
+    for name, amount in amounts.items():
+        totals[name] = get(name, 0) + sign * amount
 
 
 def _shape_or_none(key: str, spec: Mapping[str, Any]) -> PodShape | None:
@@ -128,6 +137,8 @@ class Waiting:
     """Order in which this scheduler first saw the pod: creation timestamps have whole
     seconds, so pods created in the same second keep their arrival order (kube-scheduler's
     queue orders them by when they were added, too)."""
+    identity: PodIdentity | None = None
+    """Read once when the pod arrives, for its charge when it is bound."""
 
 
 class ClusterCache:
@@ -146,6 +157,9 @@ class ClusterCache:
         self.classes: dict[str, Obj] = {}
         self.dirty: set[str] = set()
         self._shapes: dict[PodShape, PodShape] = {}
+        self._parsed: dict[bytes, PodShape] = {}
+        """Shapes by the JSON of the spec they were read from: a Job's or a backlog's pods share
+        one spec, and reading quantities is most of what a new pod costs the loop."""
         self.pods_on: dict[str, dict[str, PodIdentity]] = {}
         """Per node, the identities of the pods charged to it (inter-pod affinity)."""
         self.anti_affinity_pods = 0
@@ -187,9 +201,9 @@ class ClusterCache:
     def _charge(self, key: str, charge: Charge) -> None:
         self.uncharge(key)
         self.charges[key] = charge
-        self.used.setdefault(charge.node, Counter()).update(charge.requests)
-        self.scored.setdefault(charge.node, Counter()).update(charge.scored)
-        self.holders.setdefault(charge.node, Counter()).update(charge.holders)
+        _add(self.used.setdefault(charge.node, Counter()), charge.requests, 1)
+        _add(self.scored.setdefault(charge.node, Counter()), charge.scored, 1)
+        _add(self.holders.setdefault(charge.node, Counter()), charge.holders, 1)
         if charge.identity is not None:
             self.pods_on.setdefault(charge.node, {})[key] = charge.identity
             self.anti_affinity_pods += bool(charge.identity.anti_affinity)
@@ -198,9 +212,9 @@ class ClusterCache:
     def uncharge(self, key: str) -> Charge | None:
         charge = self.charges.pop(key, None)
         if charge is not None:
-            self.used[charge.node].subtract(charge.requests)
-            self.scored[charge.node].subtract(charge.scored)
-            self.holders[charge.node].subtract(charge.holders)
+            _add(self.used[charge.node], charge.requests, -1)
+            _add(self.scored[charge.node], charge.scored, -1)
+            _add(self.holders[charge.node], charge.holders, -1)
             if charge.identity is not None:
                 self.pods_on.get(charge.node, {}).pop(key, None)
                 self.anti_affinity_pods -= bool(charge.identity.anti_affinity)
@@ -229,8 +243,13 @@ class ClusterCache:
                     self.on_capacity_change()
                 return
             current = self.charges.get(key)
+            if current is not None and current.assumed and current.node == node and current.uid == uid:
+                # Our binding, seen: the assumption charged exactly this (same spec, the devices
+                # we chose), so confirm it rather than read the pod again — one per pod bound.
+                current.assumed = False
+                return
             if current is None or current.assumed or current.node != node:
-                shape = _shape_or_none(key, spec) or PodShape(requests=((PODS, 1),))
+                shape = self._shape_of(key, spec) or PodShape(requests=((PODS, 1),))
                 requests = dict(shape.requests)
                 self._charge(
                     key,
@@ -255,7 +274,7 @@ class ClusterCache:
             self.waiting.pop(key, None)
             self.parked.discard(key)
             return
-        parsed = _shape_or_none(key, spec)
+        parsed = self._shape_of(key, spec)
         if parsed is None:
             self.waiting.pop(key, None)
             return
@@ -276,7 +295,7 @@ class ClusterCache:
             self._arrivals += 1
             arrival = self._arrivals
         created = _epoch(str(meta.get("creationTimestamp", "")))
-        waiting = Waiting(key, uid, shape, int(priority), created, pod, arrival)
+        waiting = Waiting(key, uid, shape, int(priority), created, pod, arrival, identity)
         self.waiting[key] = waiting
         if before is not None and (before.shape != shape or before.priority != waiting.priority):
             self.parked.discard(key)  # the pod itself changed: worth another look
@@ -288,6 +307,20 @@ class ClusterCache:
         if self.uncharge(key) is not None:
             self.on_capacity_change()
 
+    def _shape_of(self, key: str, spec: Mapping[str, Any]) -> PodShape | None:
+        try:
+            text = orjson.dumps(spec)
+        except TypeError:  # not plain JSON (a test's object): read it every time
+            return _shape_or_none(key, spec)
+        shape = self._parsed.get(text)
+        if shape is None:
+            shape = _shape_or_none(key, spec)
+            if shape is not None:
+                if len(self._parsed) >= 4096:
+                    self._parsed.clear()  # bounded: specs that differ per pod do not pile up
+                self._parsed[text] = shape
+        return shape
+
     def _intern(self, shape: PodShape) -> PodShape:
         # Equal shapes become the same object, so the core compares runs by identity.
         return self._shapes.setdefault(shape, shape)
@@ -298,7 +331,7 @@ class ClusterCache:
         waiting = self.waiting.pop(key)
         self.parked.discard(key)
         shape = waiting.shape
-        identity = shape.interpod or identity_of(waiting.obj)
+        identity = shape.interpod or waiting.identity or identity_of(waiting.obj)
         self._charge(
             key,
             Charge(

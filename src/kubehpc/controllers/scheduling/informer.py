@@ -30,7 +30,13 @@ class Event:
 
 
 class Informer:
-    def __init__(self, client: Client, api_version: str, kind: str, events: queue.Queue[Event]) -> None:
+    def __init__(
+        self,
+        client: Client,
+        api_version: str,
+        kind: str,
+        events: queue.Queue[Event] | queue.SimpleQueue[Event],
+    ) -> None:
         self.client = client
         self.api_version = api_version
         self.kind = kind

@@ -1,0 +1,211 @@
+"""HTTP/1.1 on a plain (or TLS) socket, for the two streams where a general client's overhead
+dominates the scheduler's CPU: its writes (:mod:`kubehpc.kube.pipeline`) and its watches.
+
+Only what those need: one connection to the API server of a :class:`ClientConfig`, requests
+written as bytes, and responses read back in order with a minimal parser (status line,
+``Content-Length`` or chunked body, ``Connection: close``). Everything else — discovery,
+lists, the CLI — stays with :class:`kubehpc.kube.rest.RestClient` and httpx.
+"""
+
+from __future__ import annotations
+
+import base64
+import socket
+import ssl
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import orjson
+
+from kubehpc.api.errors import ApiError
+from kubehpc.kube.kubeconfig import ClientConfig
+
+READ_SIZE = 256 * 1024
+
+
+class ProtocolError(OSError):
+    """The server's bytes are not the HTTP/1.1 this module reads (or the stream ended early)."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where and how to connect: host, port, TLS settings and the fixed request headers."""
+
+    host: str
+    port: int
+    tls: ssl.SSLContext | None
+    server_name: str
+    prefix: str
+    headers: bytes
+    """``Host``, ``User-Agent``, ``Accept`` and credentials, each ending in CRLF."""
+
+    @classmethod
+    def of(cls, config: ClientConfig, user_agent: str = "kubehpc") -> Target:
+        url = urlsplit(config.server)
+        https = url.scheme == "https"
+        host = url.hostname or "127.0.0.1"
+        port = url.port or (443 if https else 80)
+        tls: ssl.SSLContext | None = None
+        if https:
+            verify = config.ssl_context()
+            if isinstance(verify, ssl.SSLContext):
+                tls = verify
+            elif verify is False:
+                tls = ssl._create_unverified_context()
+            else:
+                tls = ssl.create_default_context()
+        lines = [f"Host: {url.netloc}", f"User-Agent: {user_agent}", "Accept: application/json"]
+        if config.token:
+            lines.append(f"Authorization: Bearer {config.token}")
+        elif config.username:
+            basic = base64.b64encode(f"{config.username}:{config.password}".encode()).decode()
+            lines.append(f"Authorization: Basic {basic}")
+        return cls(
+            host=host,
+            port=port,
+            tls=tls,
+            server_name=config.tls_server_name or host,
+            prefix=url.path.rstrip("/"),
+            headers="".join(line + "\r\n" for line in lines).encode("latin-1"),
+        )
+
+    def connect(self, timeout: float | None) -> socket.socket:
+        sock = socket.create_connection((self.host, self.port), timeout=10.0 if timeout is None else timeout)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.tls is not None:
+            try:
+                sock = self.tls.wrap_socket(sock, server_hostname=self.server_name)
+            except BaseException:
+                sock.close()
+                raise
+        sock.settimeout(timeout)
+        return sock
+
+    def request(
+        self, method: str, path: str, body: bytes = b"", content_type: str = "application/json"
+    ) -> bytes:
+        head = f"{method} {self.prefix}{path} HTTP/1.1\r\n".encode("latin-1") + self.headers
+        if body or method in ("POST", "PUT", "PATCH"):
+            head += f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n".encode("latin-1")
+        return head + b"\r\n" + body
+
+
+@dataclass(frozen=True)
+class Head:
+    status: int
+    chunked: bool
+    length: int
+    """``Content-Length``; -1 when absent (chunked, or read until the connection closes)."""
+    close: bool
+    """The server closes the connection after this response."""
+    retry_after: str = ""
+
+
+def _header(head: bytes, name: bytes) -> bytes | None:
+    """The value of header ``name`` (lower case, with its leading CRLF) in a lower-cased head."""
+    start = head.find(name)
+    if start < 0:
+        return None
+    start += len(name)
+    end = head.find(b"\r\n", start)
+    return head[start : end if end >= 0 else len(head)].strip()
+
+
+class Reader:
+    """Responses off one connection, in order, from a buffer kept between them (pipelining
+    puts several in one read)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.buf = bytearray()
+
+    def _fill(self) -> None:
+        data = self.sock.recv(READ_SIZE)
+        if not data:
+            raise ProtocolError("the API server closed the connection")
+        self.buf += data
+
+    def head(self) -> Head:
+        buf = self.buf
+        while True:
+            end = buf.find(b"\r\n\r\n")
+            while end < 0:
+                self._fill()
+                end = buf.find(b"\r\n\r\n")
+            raw = bytes(buf[:end]).lower()
+            del buf[: end + 4]
+            if not raw.startswith(b"http/1.") or len(raw) < 12:
+                raise ProtocolError(f"not an HTTP/1.1 response: {raw[:40]!r}")
+            status = int(raw[9:12])
+            if 100 <= status < 200:
+                continue  # an interim response; the real one follows
+            encoding = _header(raw, b"\r\ntransfer-encoding:")
+            length = _header(raw, b"\r\ncontent-length:")
+            connection = _header(raw, b"\r\nconnection:")
+            retry_after = _header(raw, b"\r\nretry-after:")
+            return Head(
+                status=status,
+                chunked=encoding is not None and b"chunked" in encoding,
+                length=int(length) if length else -1,
+                close=connection == b"close" or raw.startswith(b"http/1.0"),
+                retry_after=(retry_after or b"").decode("latin-1"),
+            )
+
+    def exactly(self, n: int) -> bytes:
+        buf = self.buf
+        while len(buf) < n:
+            self._fill()
+        out = bytes(buf[:n])
+        del buf[:n]
+        return out
+
+    def chunk(self) -> bytes:
+        """The next chunk of a chunked body; b"" for the last (its trailers are skipped)."""
+        buf = self.buf
+        end = buf.find(b"\r\n")
+        while end < 0:
+            self._fill()
+            end = buf.find(b"\r\n")
+        size = int(bytes(buf[:end]).split(b";", 1)[0], 16)
+        del buf[: end + 2]
+        if size == 0:
+            while True:  # trailers, up to the empty line
+                end = buf.find(b"\r\n")
+                while end < 0:
+                    self._fill()
+                    end = buf.find(b"\r\n")
+                del buf[: end + 2]
+                if end == 0:
+                    return b""
+        data = self.exactly(size + 2)
+        return data[:-2]
+
+    def body(self, head: Head) -> bytes:
+        if head.chunked:
+            parts = []
+            while part := self.chunk():
+                parts.append(part)
+            return b"".join(parts)
+        if head.length >= 0:
+            return self.exactly(head.length)
+        if head.status in (204, 304):
+            return b""
+        # Neither: the body runs to the end of the connection.
+        parts = [bytes(self.buf)]
+        self.buf.clear()
+        while data := self.sock.recv(READ_SIZE):
+            parts.append(data)
+        return b"".join(parts)
+
+
+def error_of(status: int, body: bytes) -> ApiError:
+    """The typed error of a failed response: its ``Status`` body, else its code."""
+    try:
+        doc = orjson.loads(body) if body else None
+    except orjson.JSONDecodeError:
+        doc = None
+    if not isinstance(doc, dict) or doc.get("kind") != "Status":
+        text = body.decode(errors="replace").strip()
+        doc = {"message": text or f"the server responded with HTTP {status}"}
+    doc.setdefault("code", status)
+    return ApiError.from_status(doc)
