@@ -34,10 +34,12 @@ import uuid
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kubehpc.api.cluster_config import NodeConfig
 from kubehpc.api.quantity import resource_units
+
+if TYPE_CHECKING:  # pydantic models: the scheduler imports this module and never needs them
+    from kubehpc.api.cluster_config import NodeConfig
 
 GPU_RESOURCE = "nvidia.com/gpu"
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"

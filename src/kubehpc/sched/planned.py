@@ -20,7 +20,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from kubehpc.api.kinds.kueue.conversion import slices_to_domains
 from kubehpc.sched.model import NodeSelectorTerm, PodShape, Requirement
 
 HOSTNAME_LEVEL = "kubernetes.io/hostname"
@@ -57,6 +56,9 @@ def plan_of_assignment(assignment: Mapping[str, Any]) -> Plan:
     if HOSTNAME_LEVEL not in levels:
         return ()
     at = levels.index(HOSTNAME_LEVEL)
+    if "slices" in topology:
+        # Imported here: it pulls in the Kueue pydantic models, which only v1beta2 slices need.
+        from kubehpc.api.kinds.kueue.conversion import slices_to_domains
     domains = (
         slices_to_domains(dict(topology))["domains"]
         if "slices" in topology
