@@ -128,8 +128,12 @@ def test_two_gangs_that_fit_alone_but_not_together_exactly_one_runs(
         coscheduling_group(store, g, 2)
         for i in range(2):
             member(store, f"{g}{i}", g)
-    run_until(scheduler, lambda: bool(message(store, "b1") or message(store, "a1")))
-    bound = {p: node_of(store, p) for p in ("a0", "a1", "b0", "b1")}
+    pods = ("a0", "a1", "b0", "b1")
+    # The informers deliver pods and PodGroups on their own threads, so the loop may first see
+    # a member before its group (and say so on the pod): wait for a gang to be bound, then settle.
+    run_until(scheduler, lambda: any(node_of(store, p) for p in pods))
+    settle(scheduler)
+    bound = {p: node_of(store, p) for p in pods}
     running = sorted({p[0] for p, n in bound.items() if n})
     assert len(running) == 1
     assert all(bound[f"{running[0]}{i}"] for i in range(2))
