@@ -146,6 +146,29 @@ class GenericJob(Protocol):
         ...
 
 
+class SpecJob:
+    """The plumbing every adapter shares: the wrapped object and its ``spec``; suspension is
+    ``spec.suspend`` unless a kind keeps it elsewhere (the MPIJob's ``runPolicy``)."""
+
+    def __init__(self, obj: Obj) -> None:
+        self._obj = obj
+
+    @property
+    def object(self) -> Obj:
+        return self._obj
+
+    @property
+    def spec(self) -> Obj:
+        spec: Obj = self._obj.setdefault("spec", {})
+        return spec
+
+    def is_suspended(self) -> bool:
+        return bool(self.spec.get("suspend"))
+
+    def suspend(self) -> None:
+        self.spec["suspend"] = True
+
+
 @runtime_checkable
 class JobWithPriorityClass(Protocol):
     def priority_class(self) -> str:

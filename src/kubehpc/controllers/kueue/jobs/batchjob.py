@@ -18,6 +18,7 @@ from kubehpc.controllers.kueue import constants as k
 from kubehpc.controllers.kueue.jobframework import (
     Integration,
     PodSetInfo,
+    SpecJob,
     merge_into_template,
     restore_template,
 )
@@ -44,25 +45,7 @@ def pods_count(spec: Obj) -> int:
     return min(parallelism, int(completions)) if completions is not None else parallelism
 
 
-class BatchJob:
-    def __init__(self, obj: Obj) -> None:
-        self._obj = obj
-
-    @property
-    def object(self) -> Obj:
-        return self._obj
-
-    @property
-    def spec(self) -> Obj:
-        spec: Obj = self._obj.setdefault("spec", {})
-        return spec
-
-    def is_suspended(self) -> bool:
-        return bool(self.spec.get("suspend"))
-
-    def suspend(self) -> None:
-        self.spec["suspend"] = True
-
+class BatchJob(SpecJob):
     def _completions_follow_parallelism(self) -> bool:
         annotations = (self._obj.get("metadata") or {}).get("annotations") or {}
         return str(annotations.get(k.COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION, "")).lower() == "true"

@@ -16,6 +16,7 @@ from typing import Any
 from kubehpc.controllers.kueue.jobframework import (
     Integration,
     PodSetInfo,
+    SpecJob,
     merge_into_template,
     restore_template,
 )
@@ -26,19 +27,7 @@ KIND = "MPIJob"
 ROLES = ("Launcher", "Worker")
 
 
-class MPIJobAdapter:
-    def __init__(self, obj: Obj) -> None:
-        self._obj = obj
-
-    @property
-    def object(self) -> Obj:
-        return self._obj
-
-    @property
-    def spec(self) -> Obj:
-        spec: Obj = self._obj.setdefault("spec", {})
-        return spec
-
+class MPIJobAdapter(SpecJob):
     def _replicas(self) -> list[tuple[str, Obj]]:
         specs = self.spec.get("mpiReplicaSpecs") or {}
         return [(role, specs[role]) for role in ROLES if isinstance(specs.get(role), dict)]

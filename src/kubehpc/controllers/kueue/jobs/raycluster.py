@@ -19,6 +19,7 @@ from typing import Any
 from kubehpc.controllers.kueue.jobframework import (
     Integration,
     PodSetInfo,
+    SpecJob,
     merge_into_template,
     restore_template,
 )
@@ -29,19 +30,7 @@ API_VERSION = "ray.io/v1"
 KIND = "RayCluster"
 
 
-class RayClusterAdapter:
-    def __init__(self, obj: Obj) -> None:
-        self._obj = obj
-
-    @property
-    def object(self) -> Obj:
-        return self._obj
-
-    @property
-    def spec(self) -> Obj:
-        spec: Obj = self._obj.setdefault("spec", {})
-        return spec
-
+class RayClusterAdapter(SpecJob):
     def _templates(self) -> list[tuple[str, Obj, int]]:
         """(pod set name, the template to merge admission into, count)."""
         out: list[tuple[str, Obj, int]] = []
@@ -51,12 +40,6 @@ class RayClusterAdapter:
         for group in self.spec.get("workerGroupSpecs") or ():
             out.append((str(group.get("groupName")), group.setdefault("template", {}), worker_count(group)))
         return out
-
-    def is_suspended(self) -> bool:
-        return bool(self.spec.get("suspend"))
-
-    def suspend(self) -> None:
-        self.spec["suspend"] = True
 
     def run_with_pod_set_info(self, infos: Sequence[PodSetInfo]) -> None:
         templates = self._templates()

@@ -16,6 +16,7 @@ from typing import Any
 from kubehpc.controllers.kueue.jobframework import (
     Integration,
     PodSetInfo,
+    SpecJob,
     merge_into_template,
     restore_template,
 )
@@ -47,19 +48,7 @@ def worker_count(group: Obj) -> int:
     return n * int(group.get("numOfHosts") or 1)
 
 
-class RayJobAdapter:
-    def __init__(self, obj: Obj) -> None:
-        self._obj = obj
-
-    @property
-    def object(self) -> Obj:
-        return self._obj
-
-    @property
-    def spec(self) -> Obj:
-        spec: Obj = self._obj.setdefault("spec", {})
-        return spec
-
+class RayJobAdapter(SpecJob):
     def _templates(self) -> list[tuple[str, Obj, int]]:
         """(pod set name, the template to merge admission into, count)."""
         cluster = self.spec.get("rayClusterSpec") or {}
@@ -73,12 +62,6 @@ class RayJobAdapter:
             template = self.spec.get("submitterPodTemplate")
             out.append((SUBMITTER, template if isinstance(template, dict) else {}, 1))
         return out
-
-    def is_suspended(self) -> bool:
-        return bool(self.spec.get("suspend"))
-
-    def suspend(self) -> None:
-        self.spec["suspend"] = True
 
     def run_with_pod_set_info(self, infos: Sequence[PodSetInfo]) -> None:
         templates = self._templates()
