@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from typing import Any, Protocol
 
 from kubehpc.api.errors import AlreadyExists, ApiError, Conflict, NotFound
@@ -21,7 +20,7 @@ from kubehpc.controllers.job.backoff import BackoffPolicy, BackoffRecord
 from kubehpc.controllers.job.clock import Clock, RealClock
 from kubehpc.controllers.job.plan import plan_job
 from kubehpc.controllers.job.spec import JobSpec
-from kubehpc.controllers.job.workqueue import Key, WorkQueue, work_in_one_batch
+from kubehpc.controllers.job.workqueue import Key, WorkQueue, work_until_stopped
 from kubehpc.controllers.watching import Followers
 from kubehpc.store.client import Client, DeleteOptions, ListOptions, PatchType, Propagation
 from kubehpc.store.events import EventRecorder
@@ -227,15 +226,7 @@ class JobController:
         followers = Followers(self.client, self.namespace)
         followers.start(stop, c.JOB_API_VERSION, c.JOB_KIND, self._on_job)
         followers.start(stop, c.POD_API_VERSION, c.POD_KIND, self._on_pod)
-        next_resync = 0.0
-        while not stop.is_set():
-            if time.monotonic() >= next_resync:
-                self._enqueue_all()
-                next_resync = time.monotonic() + self.resync_seconds
-            key = self.queue.get(timeout_s=0.5)
-            if key is None:
-                continue
-            work_in_one_batch(self.client, self.queue, key, self._work)
+        work_until_stopped(stop, self.client, self.queue, self._enqueue_all, self.resync_seconds, self._work)
         self.queue.close()
         followers.stop()
 

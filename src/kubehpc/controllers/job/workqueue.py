@@ -89,3 +89,24 @@ def work_in_one_batch(client: Client, queue: WorkQueue, first: Key, work: Callab
         log.exception("committing the writes of %d syncs failed; retrying", len(done))
         for key in done:
             queue.add(key, 1.0)
+
+
+def work_until_stopped(
+    stop: threading.Event,
+    client: Client,
+    queue: WorkQueue,
+    enqueue_all: Callable[[], None],
+    resync_seconds: float,
+    work: Callable[[Key], None],
+) -> None:
+    """A controller's worker: take due keys in write batches until ``stop``; every
+    ``resync_seconds`` queue every object again (as informers' resync does), so a missed or
+    failed event is only ever late, never lost."""
+    next_resync = 0.0
+    while not stop.is_set():
+        if time.monotonic() >= next_resync:
+            enqueue_all()
+            next_resync = time.monotonic() + resync_seconds
+        key = queue.get(timeout_s=0.5)
+        if key is not None:
+            work_in_one_batch(client, queue, key, work)

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from kubehpc.api.errors import ApiError, Conflict, NotFound
 from kubehpc.controllers.job.clock import Clock, RealClock
 from kubehpc.controllers.job.controller import EventSink
-from kubehpc.controllers.job.workqueue import Key, WorkQueue, work_in_one_batch
+from kubehpc.controllers.job.workqueue import Key, WorkQueue, work_until_stopped
 from kubehpc.controllers.kueue import constants as k
 from kubehpc.controllers.kueue import workloads as W
 from kubehpc.controllers.kueue.conditions import find
@@ -303,15 +302,7 @@ class JobReconciler:
         followers = Followers(self.client)
         for av, kind, handler in sources:
             followers.start(stop, av, kind, handler)
-        next_resync = 0.0
-        while not stop.is_set():
-            if time.monotonic() >= next_resync:
-                self._enqueue_all()
-                next_resync = time.monotonic() + self.resync_seconds
-            key = self.queue.get(timeout_s=0.5)
-            if key is None:
-                continue
-            work_in_one_batch(self.client, self.queue, key, self._work)
+        work_until_stopped(stop, self.client, self.queue, self._enqueue_all, self.resync_seconds, self._work)
         self.queue.close()
         followers.stop()
 
