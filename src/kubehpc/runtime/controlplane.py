@@ -40,6 +40,7 @@ from kubehpc.node.agent import NodeAgent
 from kubehpc.node.nvml import host_facts
 from kubehpc.runtime.mpi import mpijob_controller
 from kubehpc.slurm.deps import reconcile_holds
+from kubehpc.store.admission import AdmissionHook
 from kubehpc.store.home import Home
 from kubehpc.store.store import Store
 
@@ -95,7 +96,7 @@ class ControlPlane:
         self.home.ensure()
         # What the API server gets from admission plugins and Kueue's webhook: queued Jobs are
         # suspended on create, pods get their priority from their PriorityClass.
-        hooks = [JobWebhook(), PodPriorityHook(lambda: self.store)]
+        hooks: list[AdmissionHook] = [JobWebhook(), PodPriorityHook(lambda: self.store)]
         self.store = Store(self.registry, self.home.db_path, admission=hooks)
         # kubehpc is the only scheduler here: it also serves pods written for Volcano's.
         self.scheduler = Scheduler(
