@@ -9,7 +9,7 @@ import pytest
 
 from kubehpc.sim.cluster import capacity_from_cluster, capacity_from_procs
 from kubehpc.sim.traces import TraceError, read_trace
-from kubehpc.sim.traces.common import MALFORMED, NO_SIZE
+from kubehpc.sim.traces.common import MALFORMED, NO_RUNTIME, NO_SIZE, TOO_LARGE
 from kubehpc.sim.traces.philly import parse_philly
 from kubehpc.sim.traces.workload import parse_workload, workload_trace
 
@@ -29,6 +29,28 @@ def test_philly_rows_become_gpu_jobs_with_the_virtual_cluster_as_queue() -> None
     assert [t.queue_names[q] for q in t.queues] == ["vc2", "vc1"]
     assert np.isnan(t.requested).all()
     assert t.skipped == {MALFORMED: 1, NO_SIZE: 1}
+
+
+def test_philly_rows_with_infinite_or_absurd_values_are_counted_not_replayed() -> None:
+    """inf GPUs is not a number of GPUs; an inf duration is no run time; 1e30 GPUs parse but
+    are larger than any machine."""
+    text = (
+        PHILLY.splitlines()[0]
+        + "\n"
+        + "\n".join(
+            [
+                "2017-10-09 07:00:00,10.0,inf,0.0,vc1",
+                "2017-10-09 07:00:00,inf,1,0.0,vc1",
+                "2017-10-09 07:00:00,10.0,1e30,0.0,vc1",
+                "2017-10-09 07:00:00,10.0,2,20.0,vc1",
+            ]
+        )
+    )
+    t = parse_philly(text)
+    assert t.skipped == {MALFORMED: 1, NO_RUNTIME: 1}
+    fitted = t.fit_to(np.array([8]))
+    assert fitted.sizes[:, 0].tolist() == [2]
+    assert fitted.skipped[TOO_LARGE] == 1
 
 
 def test_a_csv_without_the_philly_columns_is_rejected_naming_them() -> None:
@@ -83,6 +105,12 @@ def test_workload_errors_name_the_field() -> None:
         parse_workload(bad, "w.yaml")
     assert "w.yaml: spec.jobs[0].runtime" in str(err.value)
     assert "spec.jobs[0].podSets" in str(err.value)
+
+
+def test_workload_times_must_be_finite_numbers() -> None:
+    job = {"name": "x", "submit": 0, "runtime": float("inf"), "podSets": [{"requests": {"cpu": 1}}]}
+    with pytest.raises(TraceError, match=r"spec.jobs\[0\].runtime"):
+        parse_workload({**WORKLOAD, "spec": {"jobs": [job]}})
 
 
 def test_workload_quantities_are_checked() -> None:

@@ -168,3 +168,48 @@ def test_a_manifest_of_another_kind_is_an_error_naming_the_file(tmp_path: Path) 
     )
     assert code != 0
     assert "q.yaml: document 1: kind 'ConfigMap'" in err.getvalue()
+
+
+# Fair sharing: a lender owns the cohort's 4 cpus; team-a and team-b own none and borrow. At t=0
+# team-a takes 3; at t=1 a4 (team-a, first in the file) and b1 (team-b) want the last cpu.
+# Kueue's default order (priority, then creation time, then the file's order) admits a4; with
+# fair sharing on in Kueue's Configuration, team-b's share (0) is below team-a's: b1 goes first.
+SHARING = [
+    *((f"a{i}", 0, 1, 100, "team-a") for i in (1, 2, 3)),
+    ("a4", 1, 1, 100, "team-a"),
+    ("b1", 1, 1, 100, "team-b"),
+]
+FAIR_SHARING_ON = """---
+apiVersion: config.kueue.x-k8s.io/v1beta1
+kind: Configuration
+health: {healthProbeBindAddress: ":8081"}
+fairSharing:
+  enable: true
+  preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]
+"""
+
+
+def _sharing_queues() -> str:
+    return queues(("lender", 4), ("team-a", 0), ("team-b", 0), cohort="co")
+
+
+def test_without_fair_sharing_the_borrowers_are_admitted_in_kueues_order(tmp_path: Path) -> None:
+    assert starts(tmp_path, SHARING, "--procs", "4", queue_text=_sharing_queues()) == [0, 0, 0, 1, 100]
+
+
+def test_fair_sharing_in_kueues_configuration_admits_the_queue_with_the_lower_share(tmp_path: Path) -> None:
+    text = _sharing_queues() + FAIR_SHARING_ON
+    assert starts(tmp_path, SHARING, "--procs", "4", queue_text=text) == [0, 0, 0, 100, 1]
+
+
+def test_a_configuration_setting_the_replay_does_not_model_is_an_error_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "w.yaml").write_text(workload(TEAMS))
+    (tmp_path / "q.yaml").write_text(
+        queues(("team-a", 8))
+        + "---\napiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\n"
+        + "waitForPodsReady: {enable: true}\n"
+    )
+    err = io.StringIO()
+    argv = ["sim", "--trace", str(tmp_path / "w.yaml"), "--procs", "8", "--queues", str(tmp_path / "q.yaml")]
+    assert main(argv, stdout=io.StringIO(), stderr=err) != 0
+    assert "(Configuration): waitForPodsReady is not simulated" in err.getvalue()

@@ -14,6 +14,7 @@ from kubehpc.sim.traces.common import (
     NO_SIZE,
     NO_SUBMIT,
     SIZE_FROM_ALLOCATED,
+    SIZE_ROUNDED_UP,
     TOO_LARGE,
     TraceError,
 )
@@ -71,6 +72,37 @@ def test_malformed_lines_are_skipped_and_counted() -> None:
     t = parse_swf(text)
     assert t.ids.tolist() == [1]
     assert t.skipped[MALFORMED] == 3
+
+
+def test_nan_and_infinite_values_make_a_line_malformed_wherever_they_are() -> None:
+    """Python's float() reads "nan" and "inf": they must not crash the reader (user and queue
+    ids become codes) nor slip through as a job that never ends."""
+    good = line(1, 0, 10, 4, 4, 100).split()
+    bad = []
+    for field, value in ((3, "inf"), (11, "nan"), (14, "inf"), (8, "-inf"), (1, "NaN")):
+        f = list(good)
+        f[0], f[field] = str(10 + field), value
+        bad.append(" ".join(f))
+    t = parse_swf(HEADER + "\n".join([" ".join(good), *bad]))
+    assert t.ids.tolist() == [1]
+    assert t.skipped == {MALFORMED: 5}
+
+
+def test_a_fractional_processor_count_is_rounded_up_and_counted() -> None:
+    t = parse_swf(HEADER + line(1, 0, 10, 4, 4, 100).replace(" 4 -1 -1 4 ", " 4 -1 -1 2.5 ", 1))
+    assert t.sizes[:, 0].tolist() == [3]
+    assert t.adjusted[SIZE_ROUNDED_UP] == 1
+
+
+def test_a_requested_time_of_zero_or_below_counts_as_missing() -> None:
+    t = parse_swf(HEADER + "\n".join([line(1, 0, 10, 4, 4, 0), line(2, 0, 10, 4, 4, -7)]))
+    assert np.isnan(t.requested).all()
+
+
+def test_an_absurd_size_is_larger_than_the_machine_not_a_wrapped_negative() -> None:
+    t = parse_swf(HEADER + line(1, 0, 10, 4, 4, 100).replace(" 4 -1 -1 4 ", " 4 -1 -1 1e30 ", 1))
+    assert t.skipped == {}
+    assert t.fit_to(np.array([16])).skipped == {TOO_LARGE: 1}
 
 
 def test_jobs_larger_than_the_machine_are_skipped_when_fitted_to_it() -> None:

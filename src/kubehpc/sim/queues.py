@@ -1,7 +1,10 @@
 """``kubehpc sim --queues FILE``: the replay driven by Kueue's queues and quotas, through the
 admission core itself (``sched.admission.decide``) — no rule of Kueue's is copied here.
 
-The file holds ResourceFlavors, Cohorts, ClusterQueues and LocalQueues as a user applies them.
+The file holds ResourceFlavors, Cohorts, ClusterQueues and LocalQueues as a user applies them,
+and optionally Kueue's own ``Configuration`` (``config.kueue.x-k8s.io``), of which the replay
+honours ``fairSharing`` (``enable``, ``preemptionStrategies``): the admission core then orders
+and preempts by share, as Kueue does with it on.
 Each trace job becomes a Workload of one pod (its whole request) in the LocalQueue named by its
 queue (namespace ``default``), with the job's priority, submit time as creation time and the
 replay's runtime estimate. At every instant with an event — finishes first, then submits —
@@ -32,7 +35,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from kubehpc.sched.admission import AdmissionConfig, decide
+from kubehpc.sched.admission import AdmissionConfig, FairSharingStrategy, decide
 from kubehpc.sched.admission.build import snapshot_from_objects
 from kubehpc.sched.admission.model import NO_BACKFILL, AdmissionSnapshot, PodSet, Workload
 from kubehpc.sched.backfill import Policy
@@ -42,6 +45,31 @@ from kubehpc.sim.estimates import EstimateSource, run_times, static_estimates
 from kubehpc.sim.traces.common import IntArray, Trace, TraceError
 
 QUEUE_KINDS = ("ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue")
+CONFIGURATION = "Configuration"
+CONFIG_GROUP = "config.kueue.x-k8s.io/"
+# Keys of Kueue's Configuration that say how the manager runs, not how it schedules: a replay
+# has nothing to do with them. Any other key than these and fairSharing is refused by name, so
+# a setting the replay does not model is never silently ignored.
+CONFIG_KEYS_WITHOUT_EFFECT = frozenset(
+    {
+        "apiVersion",
+        "kind",
+        "metadata",
+        "namespace",
+        "manageJobsWithoutQueueName",
+        "managedJobsNamespaceSelector",
+        "internalCertManagement",
+        "clientConnection",
+        "controller",
+        "health",
+        "metrics",
+        "webhook",
+        "leaderElection",
+        "pprofBindAddress",
+        "integrations",
+        "queueVisibility",
+    }
+)
 NAMESPACE = "default"
 NO_LOCAL_QUEUE = "its queue has no LocalQueue in --queues"
 NEVER_ADMITTED = "never admitted (does not fit its ClusterQueue's quota)"
@@ -56,12 +84,19 @@ def read_queues(path: str | Path) -> dict[str, list[dict[str, Any]]]:
         raise TraceError(f"--queues {p}: {exc.strerror or exc}") from None
     except yaml.YAMLError as exc:
         raise TraceError(f"--queues {p}: not YAML: {exc}") from None
-    out: dict[str, list[dict[str, Any]]] = {k: [] for k in QUEUE_KINDS}
+    out: dict[str, list[dict[str, Any]]] = {k: [] for k in (*QUEUE_KINDS, CONFIGURATION)}
     for i, doc in enumerate(docs, 1):
         kind = doc.get("kind") if isinstance(doc, dict) else None
-        if kind not in out:
+        if kind == CONFIGURATION and str(doc.get("apiVersion", "")).startswith(CONFIG_GROUP):
+            if out[CONFIGURATION]:
+                raise TraceError(f"--queues {p}: document {i}: a second Kueue Configuration")
+            _check_configuration(doc, f"--queues {p}: document {i} (Configuration)")
+            out[CONFIGURATION].append(doc)
+            continue
+        if kind not in QUEUE_KINDS:
             raise TraceError(
-                f"--queues {p}: document {i}: kind {kind!r} is not one of {', '.join(QUEUE_KINDS)}"
+                f"--queues {p}: document {i}: kind {kind!r} is not one of "
+                f"{', '.join(QUEUE_KINDS)} or Kueue's {CONFIGURATION} ({CONFIG_GROUP}...)"
             )
         if not (doc.get("metadata") or {}).get("name"):
             raise TraceError(f"--queues {p}: document {i} ({kind}): metadata.name is missing")
@@ -72,6 +107,42 @@ def read_queues(path: str | Path) -> dict[str, list[dict[str, Any]]]:
     if not out["ClusterQueue"] or not out["LocalQueue"]:
         raise TraceError(f"--queues {p}: needs at least one ClusterQueue and one LocalQueue")
     return out
+
+
+def _check_configuration(doc: dict[str, Any], where: str) -> None:
+    for key in doc:
+        if key != "fairSharing" and key not in CONFIG_KEYS_WITHOUT_EFFECT:
+            raise TraceError(f"{where}: {key} is not simulated (the replay honours fairSharing only)")
+    fair = doc.get("fairSharing")
+    if fair is None:
+        return
+    if not isinstance(fair, dict):
+        raise TraceError(f"{where}: fairSharing: must be a mapping")
+    for key in fair:
+        if key not in ("enable", "preemptionStrategies"):
+            raise TraceError(f"{where}: fairSharing.{key}: unknown field")
+    if not isinstance(fair.get("enable", False), bool):
+        raise TraceError(f"{where}: fairSharing.enable: must be true or false")
+    strategies = fair.get("preemptionStrategies", [])
+    allowed = [str(x) for x in FairSharingStrategy]
+    if not isinstance(strategies, list) or any(x not in allowed for x in strategies):
+        raise TraceError(
+            f"{where}: fairSharing.preemptionStrategies: each must be one of {', '.join(allowed)}"
+        )
+
+
+def admission_config(queues: dict[str, list[dict[str, Any]]], policy: Policy) -> AdmissionConfig:
+    """The scheduler config of a replay: the backfill of ``--policy``, and Kueue's fair sharing
+    when the file's Configuration enables it (with its preemption strategies, or Kueue's
+    default pair when it names none)."""
+    backfill = NO_BACKFILL if policy is Policy.FCFS else str(policy)
+    fair = next(iter(queues.get(CONFIGURATION) or ()), {}).get("fairSharing") or {}
+    if not fair.get("enable"):
+        return AdmissionConfig(backfill=backfill)
+    strategies = tuple(FairSharingStrategy(x) for x in fair.get("preemptionStrategies") or ())
+    if strategies:
+        return AdmissionConfig(backfill=backfill, fair_sharing=True, fair_sharing_strategies=strategies)
+    return AdmissionConfig(backfill=backfill, fair_sharing=True)
 
 
 def _base_snapshot(queues: dict[str, list[dict[str, Any]]], config: AdmissionConfig) -> AdmissionSnapshot:
@@ -118,7 +189,7 @@ def simulate_queues(
     wall0 = time.perf_counter()
     trace = trace.fit_to(capacity)
     policy = options.policy
-    config = AdmissionConfig(backfill=NO_BACKFILL if policy is Policy.FCFS else str(policy))
+    config = admission_config(queues, policy)
     base = _base_snapshot(queues, config)
     runs, notes = run_times(trace, options.kill_at_limit)
     # The per-user predictor needs finishes in order; the queue replay plans with the static one.

@@ -14,7 +14,7 @@ from kubehpc.api.kinds.kueue.workload import (
     workload_estimated_start,
     workload_reason,
 )
-from kubehpc.controllers.kueue.estimates import EstimateLoop, stamp
+from kubehpc.controllers.kueue.estimates import ESTIMATED_START_CONDITION, EstimateLoop, stamp
 from kubehpc.sched.admission import decide
 from kubehpc.sched.admission.reservations import RUNTIME_ESTIMATE_ANNOTATION
 
@@ -107,11 +107,46 @@ def test_the_estimate_moves_when_a_job_ends_early_and_goes_away_once_admitted() 
     assert workload_estimated_start(k.workload("after")) == stamp(t0 + 20 + 50)
 
 
+def estimate_condition(wl: dict[str, Any]) -> dict[str, Any] | None:
+    found = [c for c in wl["status"].get("conditions") or () if c["type"] == ESTIMATED_START_CONDITION]
+    return found[0] if found else None
+
+
+def test_the_estimated_start_is_also_a_condition_in_the_workload_status() -> None:
+    k = cluster()
+    k.submit(job("running", 3, 100), job("big", 4, 50, rank=2))
+    t0 = k.clock.now().timestamp()
+    EstimateLoop(k.store, clock=k.clock).refresh()
+    cond = estimate_condition(k.workload("big"))
+    assert cond is not None
+    assert (cond["status"], cond["reason"]) == ("True", "Estimated")
+    assert f"expected to be admitted at {stamp(t0 + 100)}" in cond["message"]
+    assert "ClusterQueue cq" in cond["message"]
+    assert k.condition(k.workload("big"), "QuotaReserved")["status"] == "False"  # Kueue's, kept
+    assert estimate_condition(k.workload("running")) is None
+
+
+def test_the_estimate_condition_follows_the_estimate_and_goes_once_admitted() -> None:
+    k = cluster()
+    k.submit(job("running", 3, 100), job("big", 4, 50, rank=2), job("after", 2, 30, rank=1))
+    t0 = k.clock.now().timestamp()
+    estimator = EstimateLoop(k.store, clock=k.clock)
+    estimator.refresh()
+    assert stamp(t0 + 150) in estimate_condition(k.workload("after"))["message"]  # type: ignore[index]
+    k.clock.advance(20)
+    k.finish_pods("running")
+    k.settle()
+    estimator.refresh()
+    assert admitted(k, "big") and estimate_condition(k.workload("big")) is None
+    assert stamp(t0 + 20 + 50) in estimate_condition(k.workload("after"))["message"]  # type: ignore[index]
+
+
 def test_behind_a_job_without_estimate_the_start_is_unknown() -> None:
     k = cluster()
     k.submit(job("running", 3), job("big", 4, 50))
     EstimateLoop(k.store, clock=k.clock).refresh()
     assert workload_estimated_start(k.workload("big")) is None
+    assert estimate_condition(k.workload("big")) is None
 
 
 def test_a_pass_with_nothing_changed_and_no_job_overrunning_recomputes_nothing(

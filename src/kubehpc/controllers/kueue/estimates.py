@@ -7,7 +7,10 @@ ClusterQueue's capacity profile, running workloads ending at admitted-at + runti
 and writes the result to each pending Workload as the annotation ``kubehpc.io/estimated-start``
 (RFC 3339; removed when unknown or no longer pending) — only when it moved by more than
 ``tolerance_s``, so a steady queue costs no writes. ``kubehpc get workloads -o wide`` and
-``kubehpc squeue --start`` show it.
+``kubehpc squeue --start`` show it. The same estimate goes into the Workload's status as the
+condition ``kubehpc.io/EstimatedStart`` (Kueue's status has no field for it; a condition of a
+prefixed type is what its schema leaves open to other controllers), so ``kubectl describe``
+and anything that reads status see it too.
 
 It runs apart from the admission loop on purpose: the estimate is a full profile per
 ClusterQueue, which the hot admission path should not pay for on every change. Admissions are
@@ -31,12 +34,23 @@ from kubehpc.controllers.job.clock import Clock, RealClock
 from kubehpc.controllers.kueue import cache as C
 from kubehpc.controllers.kueue import constants as k
 from kubehpc.controllers.kueue import workloads as W
+from kubehpc.controllers.kueue.conditions import find, remove_condition, set_condition
 from kubehpc.sched.admission import build, decide
 from kubehpc.sched.admission.model import AdmissionConfig
 from kubehpc.store.client import Client, PatchType
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
+
+ESTIMATED_START_CONDITION = "kubehpc.io/EstimatedStart"
+ESTIMATED_REASON = "Estimated"
+
+
+def condition_message(start: str, cluster_queue: str) -> str:
+    return (
+        f"expected to be admitted at {start}: its earliest slot in the quota of ClusterQueue "
+        f"{cluster_queue}, from the runtime estimates of the workloads running and ahead of it"
+    )
 
 
 def _newest(items: list[Obj]) -> int:
@@ -118,27 +132,31 @@ class EstimateLoop:
         self._version = version
         overrun = any(e <= now for e in ends)
         self._valid_until = now if overrun else min(ends, default=math.inf)
-        wanted = {p.workload: p.estimated_start for p in decisions.pending}
+        wanted = {p.workload: p for p in decisions.pending if p.estimated_start is not None}
         written = 0
         for wl in workloads:
-            key = W.key_of(wl)
+            pending = wanted.get(W.key_of(wl))
             annotations = (wl.get("metadata") or {}).get("annotations") or {}
             current = annotations.get(ESTIMATED_START_ANNOTATION)
-            start = wanted.get(key)
-            if start is None:
-                if current is not None:
-                    written += self._write(wl, None)
-                continue
-            old = _epoch(current)
-            if old is not None and abs(old - start) < self.options.tolerance_s:
-                continue
-            written += self._write(wl, stamp(start))
+            value: str | None = None
+            if pending is not None and pending.estimated_start is not None:
+                old = _epoch(current)
+                keep = old is not None and abs(old - pending.estimated_start) < self.options.tolerance_s
+                value = current if keep else stamp(pending.estimated_start)
+            wrote = False
+            if value != current:
+                # The status write below goes with the resourceVersion this write leaves.
+                after = self._write(wl, value)
+                wrote, wl = after is not None, after or wl
+            cq = pending.cluster_queue if pending is not None else ""
+            wrote = self._write_condition(wl, value, cq) or wrote
+            written += wrote
         return written
 
-    def _write(self, wl: Obj, value: str | None) -> int:
+    def _write(self, wl: Obj, value: str | None) -> Obj | None:
         meta = wl["metadata"]
         try:
-            self.client.patch(
+            return self.client.patch(
                 k.KUEUE_API_VERSION,
                 k.WORKLOAD,
                 str(meta["name"]),
@@ -148,5 +166,28 @@ class EstimateLoop:
             )
         except ApiError as err:  # gone or changed meanwhile: the next pass looks again
             log.info("writing the estimated start of %s failed: %s", W.key_of(wl), err)
-            return 0
-        return 1
+            return None
+
+    def _write_condition(self, wl: Obj, value: str | None, cluster_queue: str) -> bool:
+        """Mirror the estimate into status; a replace of status with the listed
+        resourceVersion, so a write racing the admission loop's fails instead of undoing it."""
+        cond = find(wl, ESTIMATED_START_CONDITION)
+        if value is None and cond is None:
+            return False
+        message = condition_message(value, cluster_queue) if value is not None else ""
+        if value is not None and cond is not None and cond.get("message") == message:
+            return False
+        status = dict(wl.get("status") or {})
+        status["conditions"] = [dict(c) for c in status.get("conditions") or ()]
+        if value is None:
+            remove_condition(status, ESTIMATED_START_CONDITION)
+        else:
+            set_condition(
+                status, ESTIMATED_START_CONDITION, "True", ESTIMATED_REASON, message, self.clock.now()
+            )
+        try:
+            self.client.update_status({**wl, "status": status})
+        except ApiError as err:  # changed meanwhile: the next pass looks again
+            log.info("writing the estimated start condition of %s failed: %s", W.key_of(wl), err)
+            return False
+        return True

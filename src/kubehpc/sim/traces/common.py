@@ -24,6 +24,7 @@ NO_SUBMIT = "submit time < 0 or missing"
 TOO_LARGE = "larger than the machine"
 # Adjustment reasons (keys of Trace.adjusted).
 SIZE_FROM_ALLOCATED = "size taken from allocated processors (requested = -1)"
+SIZE_ROUNDED_UP = "fractional processor count rounded up"
 NO_REQUESTED_TIME = "requested time missing: run time used as estimate"
 RAISED_TO_RUNTIME = "requested time < run time: estimate raised to run time"
 
@@ -117,8 +118,9 @@ def build_trace(
     users = np.full(n, -1, dtype=np.int64) if users is None else users
     queues = np.full(n, -1, dtype=np.int64) if queues is None else queues
     priority = np.zeros(n, dtype=np.int64) if priority is None else priority
-    no_submit = ~(submit >= 0)
-    no_run = ~no_submit & ~(run > 0)
+    # Written as "not (valid)" so that nan is invalid too; inf is no time either.
+    no_submit = ~((submit >= 0) & np.isfinite(submit))
+    no_run = ~no_submit & ~((run > 0) & np.isfinite(run))
     no_size = ~no_submit & ~no_run & ~((sizes >= 0).all(axis=1) & (sizes > 0).any(axis=1))
     for reason, mask in ((NO_SUBMIT, no_submit), (NO_RUNTIME, no_run), (NO_SIZE, no_size)):
         if mask.any():
@@ -132,7 +134,8 @@ def build_trace(
         ids=ids[idx].astype(np.int64),
         submit=submit[idx].astype(np.float64),
         run=run[idx].astype(np.float64),
-        requested=requested[idx].astype(np.float64),
+        # An infinite limit is no limit: the replay fills it in from the run time (counted).
+        requested=np.where(np.isfinite(requested[idx]), requested[idx], np.nan).astype(np.float64),
         sizes=sizes[idx].astype(np.int64).reshape(len(idx), len(resources)),
         users=users[idx].astype(np.int64),
         user_names=user_names,

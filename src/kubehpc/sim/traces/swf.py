@@ -4,7 +4,8 @@
 ``MaxNodes`` give the machine size). Replay conventions (../shared/traces/README.md): size =
 requested processors (field 8), or allocated (field 5) when -1; requested time = field 9 (the
 estimate; missing when -1). Jobs with run time <= 0, size <= 0 or a missing submit time are
-skipped; a line that is not 18 numbers is skipped as malformed. All counted by reason.
+skipped; a line that is not 18 finite numbers is skipped as malformed. A requested time <= 0
+counts as missing; a fractional processor count is rounded up. All counted by reason.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy as np
 from kubehpc.sim.traces.common import (
     MALFORMED,
     SIZE_FROM_ALLOCATED,
+    SIZE_ROUNDED_UP,
     FloatArray,
     Trace,
     TraceError,
@@ -53,7 +55,7 @@ def _parse_rows(lines: list[str], skipped: Counter[str]) -> FloatArray:
     tokens = text.split()
     if len(tokens) == FIELDS * len(lines):
         try:
-            return np.array(tokens, dtype=np.float64).reshape(len(lines), FIELDS)
+            return _finite_rows(np.array(tokens, dtype=np.float64).reshape(len(lines), FIELDS), skipped)
         except ValueError:
             pass  # a non-numeric token somewhere: find it line by line
     rows: list[list[float]] = []
@@ -66,7 +68,17 @@ def _parse_rows(lines: list[str], skipped: Counter[str]) -> FloatArray:
             rows.append([float(p) for p in parts])
         except ValueError:
             skipped[MALFORMED] += 1
-    return np.array(rows, dtype=np.float64).reshape(len(rows), FIELDS)
+    return _finite_rows(np.array(rows, dtype=np.float64).reshape(len(rows), FIELDS), skipped)
+
+
+def _finite_rows(rows: FloatArray, skipped: Counter[str]) -> FloatArray:
+    """Python's float() reads "nan" and "inf"; SWF has no such values, so such a line is
+    malformed like any other non-number."""
+    finite = np.isfinite(rows).all(axis=1)
+    if finite.all():
+        return rows
+    skipped[MALFORMED] += int((~finite).sum())
+    return rows[finite]
 
 
 def parse_swf(text: str, name: str = "swf") -> Trace:
@@ -86,6 +98,11 @@ def parse_swf(text: str, name: str = "swf") -> Trace:
     adjusted: Counter[str] = Counter()
     if from_allocated.any():
         adjusted[SIZE_FROM_ALLOCATED] = int((from_allocated & (allocated > 0)).sum())
+    # Processors come whole: a job that asked for part of one needs a whole one.
+    fractional = (size > 0) & (size != np.floor(size))
+    if fractional.any():
+        adjusted[SIZE_ROUNDED_UP] = int(fractional.sum())
+        size = np.ceil(size)
     user_codes, user_names = numeric_codes(rows[:, 11])
     queue_codes, queue_names = numeric_codes(rows[:, 14])
     machine = np.array([int(machine_procs)], dtype=np.int64) if machine_procs else None
@@ -95,10 +112,12 @@ def parse_swf(text: str, name: str = "swf") -> Trace:
         ids,
         submit,
         run,
-        np.where(requested_time >= 0, requested_time, np.nan),
-        # Fractional processor counts do not exist; a value that is not whole is malformed data
-        # and rounds down (counted with the rest only if it becomes <= 0).
-        np.floor(size).astype(np.int64).reshape(-1, 1),
+        # -1 is SWF's "unknown"; a limit of 0 or below is no limit a job could run within
+        # either, so it is missing too (and counted as such when the replay fills it in).
+        np.where(requested_time > 0, requested_time, np.nan),
+        # Capped below int64's limit so an absurd size stays absurd (larger than the machine,
+        # counted as such) instead of wrapping round to a negative one.
+        np.minimum(size, 2.0**62).astype(np.int64).reshape(-1, 1),
         users=user_codes,
         user_names=user_names,
         queues=queue_codes,
