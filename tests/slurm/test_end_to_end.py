@@ -30,10 +30,26 @@ def kubehpc(
     )
 
 
+# One node with more CPUs than an array's throttle lets it use, so the throttle is what limits.
+CLUSTER = """\
+apiVersion: kubehpc.io/v1alpha1
+kind: ClusterConfig
+metadata: {name: slurm-e2e}
+spec:
+  nodePools:
+    - name: cpu
+      count: 1
+      cpu: "8"
+      memory: 16Gi
+"""
+
+
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     root = tmp_path_factory.mktemp("slurm-home")
-    started = kubehpc(root, "up", "-d", "--port", "0")
+    config = root.parent / f"{root.name}-cluster.yaml"
+    config.write_text(CLUSTER)
+    started = kubehpc(root, "up", "-d", "--port", "0", "--cluster", str(config))
     assert started.returncode == 0, started.stderr
     yield root
     kubehpc(root, "down")
@@ -184,3 +200,58 @@ def test_scancel_of_one_running_array_task_leaves_the_others_running(home: Path,
     assert squeue_state(home, f"{job_id}_1") == "RUNNING"
     assert kubehpc(home, "scancel", str(job_id)).returncode == 0
     wait_state(home, f"{job_id}_1", "CANCELLED")
+
+
+def test_an_array_never_runs_more_tasks_at_once_than_its_throttle(home: Path, tmp_path: Path) -> None:
+    # Each task counts the tasks running beside it (marker files) while it runs.
+    count = "touch running.$SLURM_ARRAY_TASK_ID; sleep 1.5; ls running.* | wc -l >> seen"
+    body = f"{count}; rm running.$SLURM_ARRAY_TASK_ID"
+    job_id = submitted_id(
+        kubehpc(home, "sbatch", "--array=0-5%2", "-o", "/dev/null", "--wrap", body, cwd=tmp_path)
+    )
+    for task in range(6):
+        wait_state(home, f"{job_id}_{task}", "COMPLETED", timeout=120)
+    seen = [int(n) for n in (tmp_path / "seen").read_text().split()]
+    assert len(seen) == 6 and max(seen) <= 2, seen
+
+
+def test_the_array_and_dependency_samples_run_unchanged(home: Path, tmp_path: Path, shared_dir: Path) -> None:
+    # slurm-docker-cluster's own pair: an array, and a job meant for --dependency=afterok:<id>.
+    # Only their output directory (/data on that site) is given on the command line.
+    samples = shared_dir / "samples" / "sbatch"
+    array = submitted_id(
+        kubehpc(
+            home,
+            "sbatch",
+            "-o",
+            "array_test_%A_%a.out",
+            str(samples / "slurmdocker-array_job.sh"),
+            cwd=tmp_path,
+        )
+    )
+    dependent = submitted_id(
+        kubehpc(
+            home,
+            "sbatch",
+            f"--dependency=afterok:{array}",
+            "-o",
+            "dependent_%j.out",
+            str(samples / "slurmdocker-job_dependency.sh"),
+            cwd=tmp_path,
+        )
+    )
+    text = wait_for(tmp_path / f"dependent_{dependent}.out", lambda t: "Current time" in t, timeout=90)
+    assert f"Job ID: {dependent}" in text
+    for task in range(1, 6):
+        out = (tmp_path / f"array_test_{array}_{task}.out").read_text()
+        assert f"Array job task {task} of array job {array}" in out and f"Task {task} completed" in out
+    sacct = kubehpc(
+        home, "sacct", "-a", "-P", "-n", "-j", f"{array},{dependent}", "-o", "JobID,State,Start,End"
+    )
+    rows = [line.split("|") for line in sacct.stdout.split()]
+    tasks_end = max(
+        end for job, state, _, end in rows if job.startswith(f"{array}_") and state == "COMPLETED"
+    )
+    dependent_start = next(start for job, _, start, _ in rows if job == str(dependent))
+    assert len([r for r in rows if r[0].startswith(f"{array}_")]) == 5
+    assert dependent_start >= tasks_end, rows

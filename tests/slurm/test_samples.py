@@ -3,14 +3,17 @@ accepts under Strict validation, with the resources its directives ask for."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
+import yaml
 from slurmkit import NOW, container, job
 
 from kubehpc.api.kinds import default_registry
 from kubehpc.api.loader import Document, check_document
 from kubehpc.api.registry import FieldValidation
+from kubehpc.cli.main import main
 from kubehpc.slurm.request import Submission, build_request
 from kubehpc.slurm.translate import build_objects
 
@@ -79,3 +82,22 @@ def test_the_eval_array_sample_is_throttled_and_records_its_mail_option(shared_d
     assert req.array is not None and (req.array.count, req.array.throttle) == (17, 26)
     assert {r.option for r in req.recorded} == {"hint", "mail-type"}
     assert req.output == "std-eval-%A_%a.out"
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_a_sample_submits_with_dry_run_o_yaml_on_the_command_line(shared_dir: Path, name: str) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    path = shared_dir / "samples" / "sbatch" / name
+    code = main(["sbatch", "--dry-run", "-o", "yaml", str(path)], stdout=out, stderr=err)
+    assert code == 0, err.getvalue()
+    docs = list(yaml.safe_load_all(out.getvalue()))
+    pods, cpu, _, gpus, limit = EXPECTED[name]
+    job_doc = next(d for d in docs if d["kind"] == "Job")
+    assert job_doc["spec"]["completions"] == pods
+    assert job_doc["spec"].get("activeDeadlineSeconds") == limit
+    res = job_doc["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]
+    assert (res["cpu"], res.get("nvidia.com/gpu")) == (cpu, gpus)
+    # Whatever kubehpc does not honour is said on stderr, never silently dropped.
+    assert all(
+        line.startswith(("sbatch: warning: ", "sbatch: note: ")) for line in err.getvalue().splitlines()
+    )

@@ -209,7 +209,7 @@ def test_scontrol_show_job_node_and_partition_use_key_value_lines() -> None:
     recs = node_records([node("g1", gpus=4, partitions=("gpu",))], [], mapping)
     assert "Gres=gpu:4" in scontrol_node(recs[0])
     part = scontrol_partition("gpu", recs, mapping)
-    assert part.startswith("PartitionName=gpu\n") and "Default=YES" in part and "MaxTime=1:00:00" in part
+    assert part.startswith("PartitionName=gpu\n") and "Default=YES" in part and "MaxTime=01:00:00" in part
 
 
 # Captured from real Slurm 22.05 (shared/tools/slurm-peer, 2 nodes) with the same jobs: a

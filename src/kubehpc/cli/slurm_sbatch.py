@@ -201,7 +201,12 @@ def run(session: Session, args: argparse.Namespace) -> int:
     objs = translate.build_objects(req, job_id, mapping, namespace, now_iso)
     config_map, job, *rest = objs
     client.create(config_map)
-    created = client.create(job)
+    try:
+        created = client.create(job)
+    except ApiError:
+        # Nothing half-done: without its Job, the script's ConfigMap would only be litter.
+        client.delete("v1", "ConfigMap", config_map["metadata"]["name"], namespace)
+        raise
     owner = {
         "apiVersion": "batch/v1",
         "kind": "Job",

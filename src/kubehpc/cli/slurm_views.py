@@ -33,6 +33,7 @@ from kubehpc.slurm.nodes import (
 from kubehpc.slurm.select import (
     ACTIVE,
     Filter,
+    JobRef,
     SelectError,
     cancel_patch,
     parse_job_ids,
@@ -338,18 +339,44 @@ def run_scancel(session: Session, args: argparse.Namespace) -> int:
     client = session.client()
     now_iso = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     by_id = {int(j["metadata"]["labels"][T.LABEL_JOB_ID]): j for j in jobs}
-    records = [r for r in collect(jobs, pods) if flt.matches(r) and not r.finished]
+    every = collect(jobs, pods)
+    alive = [r for r in every if not r.finished]
+    records = [r for r in alive if flt.matches(r)]
     failed = 0
-    whole = {r.array_job_id or r.numeric_id for r in records}
+    whole = {_owner_id(r) for r in records}
     task_refs = [ref for ref in flt.refs if ref.task is not None]
+    known = set(by_id) | {r.numeric_id for r in every}
     for ref in flt.refs:
-        if ref.job_id not in by_id:
+        if ref.job_id not in known:
             print(f"scancel: error: Invalid job id {ref.job_id}", file=session.stderr)
             failed += 1
+        elif ref.task is not None and not any(_task_is(r, ref.job_id, ref.task) for r in alive):
+            done = any(_task_is(r, ref.job_id, ref.task) for r in every)
+            why = "Job/step already completing or completed" if done else "Invalid job id specified"
+            print(
+                f"scancel: error: Kill job error on job id {ref.job_id}_{ref.task}: {why}",
+                file=session.stderr,
+            )
+            failed += 1
+            task_refs.remove(ref)
     for job_id in sorted(whole):
         job = by_id[job_id]
         meta = job["metadata"]
-        tasks = [ref.task for ref in task_refs if ref.job_id == job_id]
+        tasks: list[int | None] = [ref.task for ref in task_refs if ref.job_id == job_id]
+        chosen = [r for r in records if _owner_id(r) == job_id]
+        if not tasks and len(chosen) < len([r for r in alive if _owner_id(r) == job_id]):
+            # A filter (-t, -u, ...) picked only part of an array: as in Slurm, only that
+            # part stops, so its running tasks are cancelled one by one.
+            tasks = [int(r.array_task) for r in chosen if r.array_task and r.array_task.isdigit()]
+            if len(tasks) < len(chosen):
+                print(
+                    f"scancel: error: the pending tasks of array {job_id} cannot be cancelled apart "
+                    f"from its running ones here; cancel the array ({job_id}) instead",
+                    file=session.stderr,
+                )
+                failed += 1
+            if not tasks:
+                continue
         try:
             if tasks:
                 failed += _cancel_tasks(session, job, pods, tasks, records)
@@ -366,6 +393,15 @@ def run_scancel(session: Session, args: argparse.Namespace) -> int:
             print(f"scancel: error: job {job_id}: {exc.message}", file=session.stderr)
             failed += 1
     return 1 if failed else 0
+
+
+def _task_is(r: SlurmJob, job_id: int, task: int) -> bool:
+    return Filter(refs=[JobRef(job_id, task)]).matches(r)
+
+
+def _owner_id(r: SlurmJob) -> int:
+    """The Slurm id of the Job a record belongs to (an array task's: the array's)."""
+    return r.array_job_id or r.numeric_id
 
 
 def _cancel_tasks(

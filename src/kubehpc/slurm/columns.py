@@ -98,7 +98,8 @@ def render(fields: Sequence[_Field[R]], rows: Sequence[R], header: bool = True) 
     for row in rows:
         lines.append(
             "".join(
-                f.literal if f.column is None else _fit(f.column.value(row), f.width, f.right) for f in fields
+                f.literal if f.column is None else _fit(f.column.value(row), f.width, f.right, f.column.cut)
+                for f in fields
             )
         )
     return "".join(line + "\n" for line in lines)

@@ -16,13 +16,13 @@ from typing import Any
 from kubehpc.slurm import hostlist
 from kubehpc.slurm.columns import Column, percent_format, render
 from kubehpc.slurm.mapping import FEATURE_LABEL_PREFIX, GPU_TYPE_LABEL, SlurmMapping
-from kubehpc.slurm.timefmt import format_time_limit
+from kubehpc.slurm.timefmt import format_scontrol_time, format_time_limit
 
 Obj = dict[str, Any]
 PARTITION_LABEL_PREFIX = "partition.slurm.kubehpc.io/"
 SINFO_DEFAULT = "%#P %.5a %.10l %.6D %.6t %N"
 SINFO_NODES = "%#N %.6D %.#P %6t"
-SINFO_NODES_LONG = "%#N %.6D %#P %.11T %.4c %.8z %.6m %.8d %.6w %.8f %20E"
+SINFO_NODES_LONG = "%#N %.6D %.#P %.11T %4c %.8z %.6m %.8d %.6w %.8f %20E"  # as Slurm 22.05 prints it
 SINFO_LONG = "%#P %.5a %.10l %.10s %.4r %.8h %.10g %.6D %.11T %N"
 
 
@@ -255,8 +255,8 @@ def scontrol_partition(name: str, records: Sequence[NodeRecord], mapping: SlurmM
         ["AllowGroups=ALL", "AllowAccounts=ALL", "AllowQos=ALL"],
         [f"Default={'YES' if default else 'NO'}", "QoS=N/A"],
         [
-            f"DefaultTime={format_time_limit(pm.default_time * 60) if pm.default_time else 'NONE'}",
-            f"MaxTime={format_time_limit(pm.max_time * 60 if pm.max_time else None)}",
+            f"DefaultTime={format_scontrol_time(pm.default_time * 60) if pm.default_time else 'NONE'}",
+            f"MaxTime={format_scontrol_time(pm.max_time * 60 if pm.max_time else None)}",
         ],
         [f"Nodes={hostlist.compress([r.name for r in members]) or '(null)'}"],
         ["State=UP", f"TotalCPUs={sum(r.cpus for r in members)}", f"TotalNodes={len(members)}"],

@@ -101,7 +101,17 @@ def _ref_matches(ref: JobRef, r: SlurmJob) -> bool:
         return False
     if r.array_task.isdigit():
         return int(r.array_task) == ref.task
-    return True  # a pending-tasks row: scancel decides per task
+    return ref.task in _pending_ids(r.array_task)
+
+
+def _pending_ids(text: str) -> set[int]:
+    """The task ids of a pending-tasks row (``2-5,7%2``: 2, 3, 4, 5 and 7)."""
+    ids: set[int] = set()
+    for piece in text.partition("%")[0].split(","):
+        lo, _, hi = piece.partition("-")
+        if lo.isdigit() and (not hi or hi.isdigit()):
+            ids.update(range(int(lo), int(hi or lo) + 1))
+    return ids
 
 
 def split_list(values: Sequence[str] | None) -> set[str]:

@@ -82,6 +82,12 @@ def format_sacct_elapsed(seconds: float) -> str:
     return f"{days}-{h:02d}:{m:02d}:{s:02d}" if days else f"{h:02d}:{m:02d}:{s:02d}"
 
 
+def format_scontrol_time(seconds: float | None) -> str:
+    """scontrol's times (RunTime, TimeLimit, MaxTime): ``HH:MM:SS``, ``D-HH:MM:SS``, or
+    ``UNLIMITED`` for no limit."""
+    return "UNLIMITED" if seconds is None else format_sacct_elapsed(seconds)
+
+
 _NAMED_HOURS = {"midnight": 0, "noon": 12, "elevenses": 11, "fika": 15, "teatime": 16}
 _UNITS = {
     "": 1,

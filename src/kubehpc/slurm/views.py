@@ -11,7 +11,12 @@ from typing import Any
 from kubehpc.api.kinds.kueue.workload import ESTIMATED_START_ANNOTATION
 from kubehpc.slurm.columns import Column, named_format, percent_format, render, sacct_table
 from kubehpc.slurm.jobs import SlurmJob
-from kubehpc.slurm.timefmt import format_elapsed, format_sacct_elapsed, format_time_limit
+from kubehpc.slurm.timefmt import (
+    format_elapsed,
+    format_sacct_elapsed,
+    format_scontrol_time,
+    format_time_limit,
+)
 
 SQUEUE_DEFAULT = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"
 SQUEUE_LONG = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R"
@@ -331,7 +336,10 @@ def scontrol_job(r: SlurmJob, now: float, tz: int | None = None) -> str:
             f"Dependency={r.dependency or '(null)'}",
         ],
         [f"ExitCode={_exit_code(r)}"],
-        [f"RunTime={format_elapsed(r.elapsed(now))}", f"TimeLimit={format_time_limit(r.time_limit_s)}"],
+        [
+            f"RunTime={format_scontrol_time(r.elapsed(now))}",
+            f"TimeLimit={format_scontrol_time(r.time_limit_s)}",
+        ],
         [f"SubmitTime={timestamp(r.submit_time, tz)}"],
         [
             f"StartTime={timestamp(r.start_time, tz) if r.start_time else 'Unknown'}",
