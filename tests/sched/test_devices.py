@@ -75,3 +75,13 @@ def test_each_container_asking_for_devices_is_recorded() -> None:
         ContainerDevices("check", True, (("nvidia.com/gpu", 1),)),
         ContainerDevices("train", False, (("nvidia.com/gpu", 2),)),
     )
+
+
+def test_a_mig_profile_no_nodes_gpu_model_has_waits_naming_the_resource() -> None:
+    # 1g.5gb exists only on A100-40GB; an H100 node under the mixed strategy offers 1g.10gb.
+    h100 = node("h100", extended={"nvidia.com/mig-1g.10gb": 7})
+    wrong = decide(snapshot([h100], [pod("p", limits={"nvidia.com/mig-1g.5gb": 1})]))
+    assert wrong.bindings == ()
+    assert wrong.pending[0].message == "0/1 nodes are available: 1 Insufficient nvidia.com/mig-1g.5gb."
+    right = decide(snapshot([h100], [pod("p", limits={"nvidia.com/mig-1g.10gb": 1})]))
+    assert [b.node for b in right.bindings] == ["h100"]

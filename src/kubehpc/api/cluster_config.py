@@ -18,6 +18,7 @@ machine (see :func:`this_machine_config`). Example::
             count: 4
             nvlinkGroups: [[0, 1], [2, 3]]
             numaNodes: [0, 0, 1, 1]
+            pcieSwitches: [0, 0, 1, 1]
             mig:
               strategy: mixed
               layout: {"3": [1g.10gb, 1g.10gb, 1g.10gb, 1g.10gb, 1g.10gb, 1g.10gb, 1g.10gb]}
@@ -139,6 +140,8 @@ class GpuSpec(_Model):
     """GPUs that share an NVLink/NVSwitch domain; default: all GPUs of the node in one group."""
     numa_nodes: list[int] | None = None
     """The NUMA node of each GPU, by index; default: first half on 0, second half on 1."""
+    pcie_switches: list[int] | None = None
+    """The PCIe switch each GPU sits behind, by index; default: not known (not used in choosing)."""
     mig: MigSpec | None = None
     sharing: Sharing | None = None
 
@@ -201,6 +204,8 @@ class HostGpu:
     memory_mib: int
     numa_node: int = 0
     mig_devices: tuple[tuple[str, str], ...] = ()  # (profile name, MIG UUID)
+    nvlink_group: int = 0  # GPUs NVLink connects share one; 0 for all when NVML cannot tell
+    pcie_switch: int = -1  # GPUs behind one PCIe switch share one; -1: not known
 
 
 @dataclass(frozen=True)
@@ -220,6 +225,7 @@ class GpuConfig:
     mig: tuple[catalogue.MigPlacement, ...] = ()
     uuid: str = ""  # real GPUs only; fake ones get a deterministic UUID from the node
     mig_uuids: tuple[str, ...] = ()
+    pcie_switch: int = -1  # -1: not known
 
 
 @dataclass(frozen=True)
@@ -375,6 +381,17 @@ def _check_gpus(base: str, spec: GpuSpec) -> list[tuple[str, str]]:
         for j, node in enumerate(spec.numa_nodes):
             if node < 0:
                 problems.append((f"{base}.numaNodes[{j}]", f"must be >= 0, got {node}"))
+    if spec.pcie_switches is not None:
+        if len(spec.pcie_switches) != n:
+            problems.append(
+                (
+                    f"{base}.pcieSwitches",
+                    f"has {len(spec.pcie_switches)} entries for {n} GPUs; give one per GPU",
+                )
+            )
+        for j, switch in enumerate(spec.pcie_switches):
+            if switch < 0:
+                problems.append((f"{base}.pcieSwitches[{j}]", f"must be >= 0, got {switch}"))
     strategy = spec.mig.effective_strategy if spec.mig else "none"
     layout = _expand_layout(spec) if spec.mig else {}
     if spec.mig:
@@ -537,6 +554,7 @@ def _resolve_gpus(spec: GpuSpec | None, host: HostFacts) -> tuple[list[GpuConfig
             nvlink_group=group_of[i],
             numa_node=numa[i],
             mig=catalogue.plan_mig_layout(model, layout[i]) if i in layout else (),
+            pcie_switch=spec.pcie_switches[i] if spec.pcie_switches is not None else -1,
         )
         for i in range(n)
     ], False
@@ -561,11 +579,12 @@ def _host_gpu(g: HostGpu) -> GpuConfig:
         index=g.index,
         model=model,
         memory_mib=g.memory_mib,
-        nvlink_group=0,
+        nvlink_group=g.nvlink_group,
         numa_node=g.numa_node,
         mig=tuple(placements),
         uuid=g.uuid,
         mig_uuids=tuple(uuids),
+        pcie_switch=g.pcie_switch,
     )
 
 

@@ -67,6 +67,7 @@ class Device:
     profile: str = ""  # MIG profile ("1g.10gb"); "" for a whole GPU
     replicas: int = 1  # how many containers may hold it at once (time-slicing, MPS)
     sharing: str = ""  # "time-slicing" or "mps" when replicas are advertised; "" otherwise
+    pcie_switch: int = -1  # the PCIe switch the GPU sits behind; -1: not known
 
 
 _CAMEL = {
@@ -79,6 +80,7 @@ _CAMEL = {
     "profile": "profile",
     "replicas": "replicas",
     "sharing": "sharing",
+    "pcie_switch": "pcieSwitch",
 }
 
 
@@ -174,6 +176,7 @@ def node_devices(node: NodeConfig, cluster: str) -> NodeDevices:
                         p.name,
                         n,
                         mode if n > 1 else "",
+                        gpu.pcie_switch,
                     )
                 )
         elif not gpu.mig:
@@ -190,6 +193,7 @@ def node_devices(node: NodeConfig, cluster: str) -> NodeDevices:
                     "",
                     n,
                     mode if n > 1 else "",
+                    gpu.pcie_switch,
                 )
             )
         # A GPU in MIG mode under strategy "none" is not advertised at all, as the plugin does.
@@ -388,18 +392,20 @@ def allocate(
 
 def _pick_local(free: Sequence[Device], n: int, taken: Mapping[str, int]) -> list[Device]:
     """``n`` distinct devices, as close together as possible: one NVLink group if any fits
-    (the tightest such group, leaving bigger holes for bigger requests), else one NUMA node,
-    else the fewest groups. Inside a domain: least shared, then lowest GPU index."""
+    (the tightest such group, leaving bigger holes for bigger requests), else one PCIe switch
+    (where known), else one NUMA node, else the fewest groups. Inside a domain: least shared,
+    then lowest GPU index."""
     if n == 0:
         return []
 
     def order(d: Device) -> tuple[int, int, str]:
         return (taken.get(d.id, 0), d.gpu_index, d.id)
 
-    for domain in ("nvlink_group", "numa_node"):
+    for domain in ("nvlink_group", "pcie_switch", "numa_node"):
         groups: dict[int, list[Device]] = {}
         for d in free:
-            groups.setdefault(int(getattr(d, domain)), []).append(d)
+            if int(getattr(d, domain)) >= 0:  # a switch not known groups nothing
+                groups.setdefault(int(getattr(d, domain)), []).append(d)
         fitting = [(len(devs), key) for key, devs in groups.items() if len(devs) >= n]
         if fitting:
             _, key = min(fitting)

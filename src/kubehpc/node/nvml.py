@@ -79,6 +79,54 @@ def _mig_devices(nvml: Any, handle: Any) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
+# NVML's answers (nvml.h), for pynvml builds that lack the names.
+_P2P_CAPS_INDEX_NVLINK = 2
+_P2P_STATUS_OK = 0
+_TOPOLOGY_MULTIPLE = 20  # the two GPUs' common ancestor is a PCIe switch (one or several)
+
+
+def _components(n: int, linked: Any) -> list[int]:
+    """Each GPU's group: GPUs joined by ``linked(i, j)``, numbered by their lowest index."""
+    group = list(range(n))
+
+    def root(i: int) -> int:
+        while group[i] != i:
+            i = group[i]
+        return i
+
+    for i in range(n):
+        for j in range(i + 1, n):
+            if root(i) != root(j) and linked(i, j):
+                group[max(root(i), root(j))] = min(root(i), root(j))
+    roots = sorted({root(i) for i in range(n)})
+    return [roots.index(root(i)) for i in range(n)]
+
+
+def _nvlink_groups(nvml: Any, handles: list[Any]) -> list[int]:
+    """NVLink islands from NVML's peer-to-peer status; one group for all when it cannot say."""
+    getter = getattr(nvml, "nvmlDeviceGetP2PStatus", None)
+    if getter is None:
+        return [0] * len(handles)
+    caps = getattr(nvml, "NVML_P2P_CAPS_INDEX_NVLINK", _P2P_CAPS_INDEX_NVLINK)
+    ok = getattr(nvml, "NVML_P2P_STATUS_OK", _P2P_STATUS_OK)
+    try:
+        return _components(len(handles), lambda i, j: getter(handles[i], handles[j], caps) == ok)
+    except Exception:
+        return [0] * len(handles)
+
+
+def _pcie_switches(nvml: Any, handles: list[Any]) -> list[int]:
+    """GPUs whose closest common ancestor is a PCIe switch share one; -1 when NVML cannot say."""
+    getter = getattr(nvml, "nvmlDeviceGetTopologyCommonAncestor", None)
+    if getter is None:
+        return [-1] * len(handles)
+    multiple = getattr(nvml, "NVML_TOPOLOGY_MULTIPLE", _TOPOLOGY_MULTIPLE)
+    try:
+        return _components(len(handles), lambda i, j: int(getter(handles[i], handles[j])) <= multiple)
+    except Exception:
+        return [-1] * len(handles)
+
+
 def discover(module: ModuleType | None = None) -> Discovery:
     """This machine's GPUs (and their MIG instances) as NVML reports them."""
     nvml = _load(module)
@@ -91,8 +139,9 @@ def discover(module: ModuleType | None = None) -> Discovery:
     try:
         driver = _text(nvml.nvmlSystemGetDriverVersion())
         gpus = []
-        for index in range(int(nvml.nvmlDeviceGetCount())):
-            handle = nvml.nvmlDeviceGetHandleByIndex(index)
+        handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(int(nvml.nvmlDeviceGetCount()))]
+        nvlink, pcie = _nvlink_groups(nvml, handles), _pcie_switches(nvml, handles)
+        for index, handle in enumerate(handles):
             gpus.append(
                 HostGpu(
                     index=index,
@@ -101,6 +150,8 @@ def discover(module: ModuleType | None = None) -> Discovery:
                     memory_mib=int(nvml.nvmlDeviceGetMemoryInfo(handle).total) // (1024 * 1024),
                     numa_node=_numa_node(nvml, handle),
                     mig_devices=_mig_devices(nvml, handle),
+                    nvlink_group=nvlink[index],
+                    pcie_switch=pcie[index],
                 )
             )
         return Discovery(tuple(gpus), driver, "" if gpus else "NVML reports no GPUs")
