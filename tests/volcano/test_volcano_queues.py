@@ -111,3 +111,22 @@ def test_reclaim_evicts_a_whole_gang_of_an_over_share_queue_and_its_job_restarts
     assert v.pg_phase(victim) == "Pending"
     assert v.state(victim)["reason"] == "NotEnoughResources"  # back in its queue, waiting
     assert any(reason == "Reclaimed" for reason, _ in v.events(v.podgroup(victim)["metadata"]["name"]))
+
+
+def test_a_running_gang_that_lost_members_is_unknown_then_queued_again_once_none_is_bound() -> None:
+    v = Volcano({"node-0": "8"})
+    v.create(vcjob("j", task("w", 2)))
+    v.sync("j")
+    v.run_all("j")
+    v.sync("j")
+    assert v.pg_phase("j") == "Running"
+    v.evict("j-w-1")  # no policy: the Job controller makes the pod again, unbound
+    v.sync("j")
+    assert v.pg_phase("j") == "Unknown"  # one member still bound, below minMember
+    assert v.queue_status("default")["unknown"] == 1
+    v.evict("j-w-0")
+    decisions = v.queues.cycle()
+    # None bound: Pending again, so its queue (with room) admits it anew.
+    assert decisions.admit == (f"default/{v.podgroup('j')['metadata']['name']}",)
+    assert v.pg_phase("j") == "Inqueue"
+    assert v.queue_status("default")["unknown"] == 0

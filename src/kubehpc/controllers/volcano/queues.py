@@ -26,7 +26,7 @@ from kubehpc.controllers.watching import Followers
 from kubehpc.sched.podspec import pod_requests
 from kubehpc.sched.volcano import Decisions, GroupInfo, QueueInfo, Snapshot, decide, with_hierarchy
 from kubehpc.sched.volcano import resources as R
-from kubehpc.store.client import Client
+from kubehpc.store.client import Client, ListOptions
 from kubehpc.store.events import EventRecorder, record_quietly
 
 Obj = dict[str, Any]
@@ -227,13 +227,16 @@ class VolcanoQueueController:
 
     def _groups(self) -> list[GroupView]:
         pgs = self.client.list(c.PODGROUP_API_VERSION, c.PODGROUP_KIND).items
+        if not pgs:
+            return []  # no gang to follow: the cluster's pods are not this loop's business
+        # A pod joins a PodGroup of its own namespace only, so only those namespaces are read.
+        namespaces = sorted({str(_meta(pg).get("namespace") or "default") for pg in pgs})
         members: dict[tuple[str, str], list[Obj]] = {}
-        for pod in self.client.list(c.POD_API_VERSION, "Pod").items:
-            group = (_meta(pod).get("annotations") or {}).get(c.GROUP_NAME_ANNOTATION)
-            if group:
-                members.setdefault((str(_meta(pod).get("namespace") or "default"), str(group)), []).append(
-                    pod
-                )
+        for namespace in namespaces:
+            for pod in self.client.list(c.POD_API_VERSION, "Pod", ListOptions(namespace=namespace)).items:
+                group = (_meta(pod).get("annotations") or {}).get(c.GROUP_NAME_ANNOTATION)
+                if group:
+                    members.setdefault((namespace, str(group)), []).append(pod)
         out = []
         for pg in pgs:
             key = (str(_meta(pg).get("namespace") or "default"), str(_meta(pg)["name"]))
