@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from test_scheduler import condition, make_node, make_pod, node_of, run_until, settle
 
+from kubehpc.api.errors import InternalError, NotFound
 from kubehpc.api.kinds import build_registry
 from kubehpc.controllers.scheduler import Scheduler, SchedulerOptions
 from kubehpc.store.client import DeleteOptions
@@ -148,6 +149,50 @@ def test_volcano_pods_join_their_podgroup_and_start_together(store: Store, sched
     assert "waiting for 1 more pods (minMember 2, 1 exist)" in message(store, "m0")
     volcano_member(store, "m1", "job")
     run_until(scheduler, lambda: bool(node_of(store, "m0") and node_of(store, "m1")))
+
+
+def test_min_task_member_starts_the_gang_with_its_master_even_when_workers_came_first(
+    store: Store, scheduler: Scheduler
+) -> None:
+    # Room for the master and one worker: minMember 2 alone would let two workers start
+    # without their master; minTaskMember says the master must be among them.
+    make_node(store, "n0", cpu="4")
+    store.create(
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": "mw", "namespace": "default"},
+            "spec": {"minMember": 2, "minTaskMember": {"master": 1, "worker": 1}},
+            "status": {"phase": "Inqueue"},
+        }
+    )
+    for name, task, cpu in (("w0", "worker", "1"), ("w1", "worker", "1"), ("m0", "master", "3")):
+        annotations = {"scheduling.k8s.io/group-name": "mw", "volcano.sh/task-spec": task}
+        gang_pod(store, name, cpu, annotations=annotations, spec={"schedulerName": "volcano"})
+    run_until(scheduler, lambda: bool(node_of(store, "m0")))
+    settle(scheduler)
+    assert [p for p in ("m0", "w0", "w1") if node_of(store, p)] == ["m0", "w0"]
+    assert "started without 1 of its pods, which wait for room" in message(store, "w1")
+
+
+def test_a_volcano_gang_waits_while_a_task_has_fewer_pods_than_its_min_task_member(
+    store: Store, scheduler: Scheduler
+) -> None:
+    make_node(store, "n0", cpu="8")
+    store.create(
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": "mw", "namespace": "default"},
+            "spec": {"minMember": 1, "minTaskMember": {"master": 1}},
+            "status": {"phase": "Inqueue"},
+        }
+    )
+    annotations = {"scheduling.k8s.io/group-name": "mw", "volcano.sh/task-spec": "worker"}
+    gang_pod(store, "w0", "1", annotations=annotations, spec={"schedulerName": "volcano"})
+    run_until(scheduler, lambda: bool(message(store, "w0")))
+    assert node_of(store, "w0") is None
+    assert "task master has 0 pods waiting; minTaskMember needs 1 more" in message(store, "w0")
 
 
 def test_pods_of_a_volcano_podgroup_without_a_phase_wait_for_their_queue(
@@ -370,3 +415,68 @@ def test_a_level_no_topology_declares_is_held_with_the_reason(store: Store, sche
     run_until(scheduler, lambda: bool(message(store, "tas-0")))
     assert "no Topology has the level example.com/zone" in message(store, "tas-0")
     assert node_of(store, "tas-0") is None
+
+
+class RefusingBinder:
+    """The scheduler's binder, except that the API refuses the named pods' bindings ``times``
+    times each (as an API server that times out on etcd would)."""
+
+    def __init__(self, inner: Any, refuse: set[str], times: int = 1_000_000) -> None:
+        self.inner = inner
+        self.left = dict.fromkeys(refuse, times)
+
+    def bind(self, pod: Obj, node: str, devices: Any) -> None:
+        name = pod["metadata"]["name"]
+        if self.left.get(name, 0) > 0:
+            self.left[name] -= 1
+            raise InternalError("etcdserver: request timed out")
+        self.inner.bind(pod, node, devices)
+
+
+def running(store: Store, name: str) -> bool:
+    """The pod exists and is not being deleted (no kubelet here finishes a graceful delete)."""
+    try:
+        pod = store.get("v1", "Pod", name, "default")
+    except NotFound:
+        return False
+    return not pod["metadata"].get("deletionTimestamp")
+
+
+def test_a_gang_left_short_by_a_refused_binding_gives_up_its_running_pods_after_its_timeout(
+    store: Store, scheduler: Scheduler, clock: Clock
+) -> None:
+    for n in ("n0", "n1", "n2"):
+        make_node(store, n)
+    scheduler.binder = RefusingBinder(scheduler.binder, {"w2"})  # type: ignore[assignment]
+    coscheduling_group(store, "train", 3, timeout=30)
+    for i in range(3):
+        member(store, f"w{i}", "train")
+    run_until(scheduler, lambda: bool(node_of(store, "w0") and node_of(store, "w1")))
+    assert node_of(store, "w2") is None
+    clock.now += 29  # within its timeout the gang may still complete: nothing is given up
+    scheduler.cache.unpark_all()
+    settle(scheduler)
+    assert running(store, "w0") and running(store, "w1")
+    clock.now += 2
+    scheduler.cache.unpark_all()
+    run_until(scheduler, lambda: not running(store, "w0") and not running(store, "w1"))
+    assert "they were deleted so that the gang starts again whole" in message(store, "w2")
+
+
+def test_a_gang_whose_refused_member_binds_on_retry_keeps_running(
+    store: Store, scheduler: Scheduler, clock: Clock
+) -> None:
+    for n in ("n0", "n1", "n2"):
+        make_node(store, n)
+    scheduler.binder = RefusingBinder(scheduler.binder, {"w2"}, times=1)  # type: ignore[assignment]
+    coscheduling_group(store, "train", 3, timeout=30)
+    for i in range(3):
+        member(store, f"w{i}", "train")
+    run_until(scheduler, lambda: bool(node_of(store, "w0") and node_of(store, "w1")))
+    clock.now += 5  # past the refused pod's back-off, well within the gang's timeout
+    scheduler.cache.unpark_all()
+    run_until(scheduler, lambda: bool(node_of(store, "w2")))
+    clock.now += 60
+    scheduler.cache.unpark_all()
+    settle(scheduler)
+    assert all(running(store, f"w{i}") and node_of(store, f"w{i}") for i in range(3))

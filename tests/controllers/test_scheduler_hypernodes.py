@@ -134,3 +134,31 @@ def test_a_hard_network_topology_without_hypernodes_is_held(store: Store, schedu
     run_until(scheduler, lambda: bool(message(store, "m0")))
     assert node_of(store, "m0") is None
     assert "networkTopology is hard but no HyperNode exists" in message(store, "m0")
+
+
+def test_a_soft_network_topology_spans_hypernodes_where_hard_waits(
+    store: Store, scheduler: Scheduler
+) -> None:
+    for n in ("n0", "n1", "n2", "n3"):
+        make_node(store, n)
+    make_pod(store, "busy0", cpu="3", nodeName="n0")
+    make_pod(store, "busy2", cpu="3", nodeName="n2")
+    store.create(hypernode("s0", 1, nodes("n0", "n1")))
+    store.create(hypernode("s1", 1, nodes("n2", "n3")))
+    store.create(hypernode("top", 2, exact("HyperNode", "s0"), exact("HyperNode", "s1")))
+    # Each tier-1 HyperNode has one free node: two 3-cpu pods fit in none of them.
+    network_group(store, "hard", 2, {"mode": "hard", "highestTierAllowed": 1})
+    volcano_member(store, "h0", "hard")
+    volcano_member(store, "h1", "hard")
+    run_until(scheduler, lambda: bool(message(store, "h0")))
+    assert node_of(store, "h0") is None and node_of(store, "h1") is None
+    assert message(store, "h0").endswith(
+        "needs 2 x (3 cpu) in one tier-1; the best tier-1 (s0) has room for 1"
+    )
+    for name in ("h0", "h1"):
+        store.delete("v1", "Pod", name, "default")
+    network_group(store, "soft", 2, {"mode": "soft", "highestTierAllowed": 1})
+    volcano_member(store, "s0", "soft")
+    volcano_member(store, "s1", "soft")
+    run_until(scheduler, lambda: bool(node_of(store, "s0") and node_of(store, "s1")))
+    assert sorted(str(node_of(store, p)) for p in ("s0", "s1")) == ["n1", "n3"]

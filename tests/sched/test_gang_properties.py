@@ -1,6 +1,7 @@
 """Properties of gang placement on random small clusters, checked against the plain facts:
 a gang is placed with at least its minimum or not at all, no node is given more than it has,
-a required domain holds every pod of its set, and nothing taken back is left charged."""
+a required domain holds every pod of its set, nothing taken back is left charged, and the pods
+a started gang left behind wait."""
 
 from __future__ import annotations
 
@@ -72,8 +73,14 @@ def test_gangs_are_placed_whole_within_capacity_and_domain(
             for b in mine:
                 given_out[b.node] += ps.shape.request(GPU)
     placed = {p.gang for p in decisions.placed}
-    assert placed.isdisjoint(p.gang for p in decisions.pending)
-    assert placed | {p.gang for p in decisions.pending} == set(by_uid)
+    waiting = {p.gang for p in decisions.pending if p.gang not in placed}
+    assert placed | waiting == set(by_uid)
+    # A started gang's pods without a node wait, preempting nothing; no pod is forgotten.
+    for p in decisions.pending:
+        if p.gang in placed:
+            g = by_uid[p.gang]
+            bound = {b.pod for pl in decisions.placed if pl.gang == p.gang for b in pl.bindings}
+            assert p.held and set(p.pods) == {x for ps in g.pod_sets for x in ps.pod_ids} - bound
     for name, extra in given_out.items():
         i = table.index[name]
         assert table.used[i, col] + extra <= table.allocatable[i, col]

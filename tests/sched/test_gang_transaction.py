@@ -48,6 +48,17 @@ def test_min_member_lets_a_gang_start_with_fewer_pods() -> None:
     assert len(decisions.placed[0].bindings) == 4
 
 
+def test_the_pods_a_started_gang_left_behind_wait_saying_why_and_preempt_nothing() -> None:
+    decisions = decide_gangs(four_nodes(), [gang("g", pod_set("w", 6), min_member=4)], now=0.0)
+    (left,) = decisions.pending
+    assert left.pods == ("w-4", "w-5")
+    assert left.held  # surplus pods never preempt
+    assert left.message == (
+        "gang g: started without 2 of its pods, which wait for room: "
+        "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."
+    )
+
+
 def test_min_member_above_what_fits_places_nothing() -> None:
     decisions = decide_gangs(four_nodes(), [gang("g", pod_set("w", 6), min_member=5)], now=0.0)
     assert decisions.placed == ()
@@ -60,6 +71,14 @@ def test_min_member_above_what_fits_places_nothing() -> None:
 def test_min_count_of_a_pod_set_allows_a_partial_start() -> None:
     decisions = decide_gangs(four_nodes(), [gang("g", pod_set("w", 6, min_count=3))], now=0.0)
     assert len(decisions.placed[0].bindings) == 4
+
+
+def test_a_pod_sets_minimum_is_placed_before_another_set_takes_the_room() -> None:
+    # Volcano minTaskMember: the gang may start short of workers, never without its launcher.
+    workers, launcher = pod_set("workers", 4), pod_set("launcher", 1, min_count=1)
+    decisions = decide_gangs(four_nodes(), [gang("g", workers, launcher, min_member=2)], now=0.0)
+    names = sorted(b.pod for b in decisions.placed[0].bindings)
+    assert names == ["launcher-0", "workers-0", "workers-1", "workers-2"]
 
 
 def test_a_lower_gang_that_fits_still_goes_when_a_higher_one_cannot() -> None:

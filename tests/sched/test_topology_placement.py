@@ -194,3 +194,17 @@ def test_kueue_annotations_name_the_request() -> None:
         {"kueue.x-k8s.io/podset-unconstrained-topology": "true"}
     ) == TopologyRequest(Mode.UNCONSTRAINED)
     assert request_from_annotations({}) is None
+
+
+def test_a_gang_allowed_to_start_short_still_explains_its_domain() -> None:
+    # minMember 3 of 4 pods in one rack; the best rack (two free nodes) holds only 2 of them.
+    used = {f"b0-r{r}-n{h}": 8 for r in range(2) for h in range(2)}
+    table = cluster(1, 2, 4, used=used)
+    decisions = decide_gangs(
+        table, [gang("g", pod_set("w", 4, level=RACK), min_member=3)], 0.0, options=options(table)
+    )
+    assert decisions.placed == ()
+    assert decisions.pending[0].message == (
+        "gang g: 2 of the 3 pods the gang needs together fit; "
+        "pod set w needs 4 x (8 nvidia.com/gpu) in one rack; the best rack (b0-r0) has room for 2"
+    )

@@ -328,6 +328,7 @@ class Scheduler:
             self.cache.put_pod(current)
             return
         self.cache.forget(key, current)
+        self.gangs.binding_refused(pod, self.clock())
         # After a conflict the cache holds the pod as it is now, so the next cycle may try again
         # at once; any other refusal waits, doubling, so a pod the API keeps refusing is no hot loop.
         if key in self.cache.waiting and not isinstance(err, Conflict):

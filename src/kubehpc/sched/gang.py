@@ -118,8 +118,9 @@ class GangPending:
     position: int
     message: str
     held: bool = False
-    """Bad input (a level no node carries, fewer pods than minMember for good): waiting will
-    not help until the objects change."""
+    """Preemption will not help: bad input (a level no node carries, fewer pods than minMember
+    for good), which waits until the objects change, or the surplus pods of a gang that started
+    without them (beyond minMember), which wait for room freed by others."""
 
 
 @dataclass(frozen=True)
@@ -218,6 +219,8 @@ class _SetOutcome:
     domain: str = ""
     why: str = ""
     held: bool = False
+    short: str = ""
+    """Why fewer than all the set's pods were placed, when a partial start took what fits."""
 
 
 def _place_set(
@@ -258,8 +261,10 @@ def _place_set(
         )
     cap = node_capacity(table, usage, ps.shape)
     got = assign(tree, cap, wanted, request, options.packing)
+    short = ""
     if isinstance(got, Miss) and not got.missing_level and minimum < wanted and got.best >= max(minimum, 1):
         # A partial start is allowed: as many as the best single domain holds.
+        short = f"pod set {ps.name} {got.describe(what)}"
         got = assign(tree, cap, got.best, request, options.packing)
     if isinstance(got, Miss):
         if misses is not None and minimum >= wanted and not got.missing_level:
@@ -267,7 +272,8 @@ def _place_set(
         return _SetOutcome(
             np.zeros(0, dtype=np.int64), why=f"pod set {ps.name} {got.describe(what)}", held=got.missing_level
         )
-    return _SetOutcome(_node_ids(got), domain=got.domain if request.mode is not Mode.UNCONSTRAINED else "")
+    domain = got.domain if request.mode is not Mode.UNCONSTRAINED else ""
+    return _SetOutcome(_node_ids(got), domain=domain, short=short)
 
 
 def _node_ids(got: Assignment) -> IntArray:
@@ -281,6 +287,27 @@ class _GangOutcome:
     placement: GangPlacement | None
     why: str = ""
     held: bool = False
+
+
+def _steps(gang: Gang) -> list[tuple[int, int, int]]:
+    """The order the gang's pod sets are placed in: (set index, pods wanted, pods required).
+
+    Every set's required pods go first, so a set the gang may start short of (minMember,
+    a task's minTaskMember below its replicas) never takes the room another set needs for its
+    own minimum; then each set is topped up. A set with a topology request is placed in one
+    step, as its pods must share a domain."""
+    first: list[tuple[int, int, int]] = []
+    then: list[tuple[int, int, int]] = []
+    for i, ps in enumerate(gang.pod_sets):
+        minimum = gang.minimum(ps)
+        if minimum == 0:
+            then.append((i, ps.count, 0))
+        elif minimum < ps.count and ps.topology is None:
+            first.append((i, minimum, minimum))
+            then.append((i, ps.count - minimum, 0))
+        else:
+            first.append((i, ps.count, minimum))
+    return first + then
 
 
 def try_gang(
@@ -297,16 +324,17 @@ def try_gang(
     bindings: list[Binding] = []
     domains: list[tuple[str, str]] = []
     placed = 0
-    placed_by_set: dict[str, int] = {}
-    for ps in gang.pod_sets:
-        minimum = gang.minimum(ps)
-        outcome = _place_set(table, usage, config, options, gang, ps, ps.count, minimum, misses)
+    placed_by_set = [0] * len(gang.pod_sets)
+    shorts: dict[int, str] = {}
+    for i, wanted, minimum in _steps(gang):
+        ps = gang.pod_sets[i]
+        outcome = _place_set(table, usage, config, options, gang, ps, wanted, minimum, misses)
         if outcome.why:
             statement.discard()
             return _GangOutcome(None, outcome.why, outcome.held)
         statement.allocate(ps.shape, outcome.node_ids)
         uid = f"{gang.uid}/{ps.name}"
-        for t, node_id in enumerate(outcome.node_ids.tolist()):
+        for t, node_id in enumerate(outcome.node_ids.tolist(), start=placed_by_set[i]):
             node = table.names[node_id]
             try:
                 devices = statement.devices(node, ps.shape)
@@ -315,15 +343,20 @@ def try_gang(
                 return _GangOutcome(None, f"pod set {ps.name}: devices on {node}: {err}")
             bindings.append(Binding(uid, ps.pod_ids[t] if ps.pod_ids else "", node, devices))
         placed += len(outcome.node_ids)
-        placed_by_set[ps.name] = len(outcome.node_ids)
+        placed_by_set[i] += len(outcome.node_ids)
+        if outcome.short:
+            shorts.setdefault(i, outcome.short)
         if outcome.domain:
             domains.append((ps.name, outcome.domain))
     if placed < gang.needed:
         text = f"{placed} of the {gang.needed} pods the gang needs together fit"
-        short = next((ps for ps in gang.pod_sets if placed_by_set[ps.name] < ps.count), None)
-        if short is not None and short.topology is None:
+        short = next((i for i, ps in enumerate(gang.pod_sets) if placed_by_set[i] < ps.count), None)
+        if short is not None and gang.pod_sets[short].topology is None:
             # Why the next pod of the set found no room, with the gang's own pods in place.
-            text += "; " + message(explain(table, usage.used, short.shape), short.shape.preempt_never)
+            shape = gang.pod_sets[short].shape
+            text += "; " + message(explain(table, usage.used, shape), shape.preempt_never)
+        elif short is not None and short in shorts:
+            text += "; " + shorts[short]  # in terms of its shape and topology domain
         statement.discard()
         return _GangOutcome(None, text)
     statement.commit()
@@ -331,6 +364,35 @@ def try_gang(
 
 
 # ----------------------------------------------------------------- a decision
+
+
+def _left_behind(gang: Gang, placement: GangPlacement) -> tuple[GangPodSet, tuple[str, ...]] | None:
+    """The pods of a started gang that did not get a node, and the first set they belong to."""
+    bound = {b.pod for b in placement.bindings}
+    first: GangPodSet | None = None
+    left: list[str] = []
+    for ps in gang.pod_sets:
+        missing = [p for p in ps.pod_ids if p not in bound]
+        if missing and first is None:
+            first = ps
+        left.extend(missing)
+    return (first, tuple(left)) if first is not None else None
+
+
+SHORT_GANG_GRACE_S = 60.0
+"""How long a gang left below its minimum by a refused binding waits for its missing members
+before it gives up the running ones, when its group sets no timeout of its own."""
+
+
+def gives_up_running_members(short_since: float, timeout_s: float | None, now: float) -> bool:
+    """Whether a gang running below its minimum since ``short_since`` gives up its running pods.
+
+    Bindings are written pod by pod, so the API may refuse one member after the others of its
+    gang were bound. The missing pods then wait as a gang of what is missing, which usually
+    binds within a cycle or two; one that does not within the group's timeout (the
+    ``scheduleTimeoutSeconds`` that also ends a reservation), or :data:`SHORT_GANG_GRACE_S`
+    without one, makes the whole gang start again, as a pod cannot be unbound."""
+    return now - short_since >= (timeout_s if timeout_s is not None else SHORT_GANG_GRACE_S)
 
 
 def incomplete_reason(gang: Gang) -> str:
@@ -383,8 +445,17 @@ def decide_gangs(
         outcome = try_gang(table, usage, book, config, options, gang, misses)
         if outcome.placement is None:
             wait(gang, outcome.why, outcome.held)
-        else:
-            placed.append(outcome.placement)
+            continue
+        placed.append(outcome.placement)
+        left = _left_behind(gang, outcome.placement)
+        if left:
+            # They wait like any unschedulable pod (parked until room frees), saying why.
+            ps, pods = left
+            text = (
+                f"gang {gang.uid}: started without {len(pods)} of its pods, which wait for room: "
+                + message(explain(table, usage.used, ps.shape), ps.shape.preempt_never)
+            )
+            pending.append(GangPending(gang.uid, pods, len(pending), text, held=True))
     return GangDecisions(tuple(placed), tuple(reserved), tuple(pending), usage, book.holders())
 
 

@@ -3,7 +3,8 @@
 A waiting pod belongs to a gang when
 
 * Volcano: ``spec.schedulerName: volcano`` and the ``scheduling.k8s.io/group-name`` annotation name
-  a ``scheduling.volcano.sh/v1beta1`` PodGroup in the pod's namespace (``minMember``; pods are
+  a ``scheduling.volcano.sh/v1beta1`` PodGroup in the pod's namespace (``minMember``, and
+  ``minTaskMember`` per task named by the ``volcano.sh/task-spec`` annotation; pods are
   held while the group is ``Pending`` or has no phase yet, i.e. not yet let in by its queue;
   ``networkTopology`` places the gang within one HyperNode of the tier allowed, :mod:`.hypernodes`);
 * scheduler-plugins coscheduling: the ``scheduling.x-k8s.io/pod-group`` label names a
@@ -18,7 +19,10 @@ pods waiting. Members already bound count toward the minimum, so a gang that los
 wait for its whole size again. The rules themselves — all-or-nothing, topology, reservations and
 their timeout — are the pure core's (:mod:`kubehpc.sched.gang`); this module only gathers the
 gangs and turns the core's answer back into bindings and pending reasons, and evicts the
-victims the core picks for a gang that does not fit (:mod:`.gang_eviction`).
+victims the core picks for a gang that does not fit (:mod:`.gang_eviction`). Bindings are
+written pod by pod, so a refused one can leave a gang running short of its minimum; if its
+missing pods are not bound within its timeout, its running pods are deleted and it starts again
+whole (:func:`kubehpc.sched.gang.gives_up_running_members`).
 """
 
 from __future__ import annotations
@@ -29,13 +33,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kubehpc.api.errors import ApiError
+from kubehpc.api.errors import ApiError, NotFound
 from kubehpc.controllers.scheduling.cache import DEFAULT_SCHEDULER, ClusterCache, Waiting, pod_key
 from kubehpc.controllers.scheduling.gang_eviction import GangEvictor
 from kubehpc.controllers.scheduling.hypernodes import HyperNodeTopology, hypernode_tree
 from kubehpc.controllers.scheduling.priority import resolve_priority
 from kubehpc.sched.decide import Binding, Decisions, Pending, Snapshot, decide
-from kubehpc.sched.gang import Gang, GangOptions, GangPodSet, decide_with_gangs
+from kubehpc.sched.gang import Gang, GangOptions, GangPodSet, decide_with_gangs, gives_up_running_members
 from kubehpc.sched.reasons import NodeRejections
 from kubehpc.sched.topology import (
     Mode,
@@ -107,6 +111,8 @@ class GroupSpec:
     held: str = ""
     network: Mapping[str, Any] | None = None
     """Volcano's ``spec.networkTopology`` (mode, highestTierAllowed / highestTierName)."""
+    task_minimums: Mapping[str, int] | None = None
+    """Volcano's ``spec.minTaskMember``: per task, the pods that must start with the gang."""
 
 
 class GangStep:
@@ -123,6 +129,8 @@ class GangStep:
         preempts by priority by default; pods with ``preemptionPolicy: Never`` never do)."""
         self.evictor = GangEvictor(client)
         self._since: dict[GroupRef, float] = {}
+        self._short: dict[GroupRef, float] = {}
+        """Gangs a refused binding may have left below their minimum, and since when."""
         self.on_error: Callable[[str], None] = lambda text: log.info("%s", text)
 
     # ----------------------------------------------------------------- reading the groups
@@ -146,12 +154,16 @@ class GangStep:
             if ref.kind == "volcano" and phase == "Pending":
                 return GroupSpec(held=f"PodGroup {ref} is Pending: not yet let in by its queue")
             timeout = spec.get("scheduleTimeoutSeconds")
+            tasks = spec.get("minTaskMember") if ref.kind == "volcano" else None
             return GroupSpec(
                 int(spec.get("minMember") or 0) or None,
                 float(timeout) if timeout else None,
                 network=spec.get("networkTopology") if ref.kind == "volcano" else None,
+                task_minimums={str(t): int(n) for t, n in tasks.items() if n} if tasks else None,
             )
         if ref.kind == "kueue":
+            if not members:
+                return GroupSpec()  # the total is read off a waiting member; none waits
             annotations = (members[0].obj.get("metadata") or {}).get("annotations") or {}
             try:
                 total = int(annotations.get(KUEUE_TOTAL_ANNOTATION, ""))
@@ -170,9 +182,10 @@ class GangStep:
             parallelism = min(parallelism, max(0, int(completions) - done))
         return GroupSpec(parallelism)
 
-    def _bound_members(self, groups: set[GroupRef]) -> dict[GroupRef, int]:
-        """Members already on a node and not finished, per group (they count toward minMember)."""
-        counts: dict[GroupRef, int] = defaultdict(int)
+    def _bound_members(self, groups: set[GroupRef]) -> dict[GroupRef, dict[str, int]]:
+        """Members on a node, not finished and not being deleted, per group and Volcano task
+        (they count toward minMember and minTaskMember)."""
+        counts: dict[GroupRef, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         for ns in sorted({g.namespace for g in groups}):
             try:
                 pods = self.client.list("v1", "Pod", ListOptions(namespace=ns)).items
@@ -180,12 +193,16 @@ class GangStep:
                 self.on_error(f"listing pods of {ns}: {err}")
                 continue
             for pod in pods:
-                spec = pod.get("spec") or {}
-                if not spec.get("nodeName") or (pod.get("status") or {}).get("phase") in TERMINAL:
+                if not _running(pod):
                     continue
                 ref = group_of(pod)
                 if ref in groups:
-                    counts[ref] += 1
+                    task = str(
+                        ((pod.get("metadata") or {}).get("annotations") or {}).get(
+                            VOLCANO_TASK_ANNOTATION, ""
+                        )
+                    )
+                    counts[ref][task] += 1
         return counts
 
     def _trees(self, snapshot: Snapshot) -> tuple[tuple[str, TopologyTree], ...]:
@@ -213,14 +230,18 @@ class GangStep:
         for gone in [g for g in self._since if g not in groups]:
             del self._since[gone]
         if not groups:
+            if self._short:
+                self._settle_short({}, {}, now)
             return decide(snapshot, now)
         members = {w.key for ws in groups.values() for w in ws}
         rest = tuple(ps for ps in snapshot.pod_sets if not set(ps.pod_ids) & members)
         # Every gang with waiting pods takes part in every cycle, parked or not: an incomplete
         # gang's reservation must hold against whatever pod the cycle is for.
         ready = groups
-        bound = self._bound_members(set(ready))
         specs = {ref: self._spec(ref, ws) for ref, ws in ready.items()}
+        # Before counting the running members: a gang that gives them up waits for its whole size.
+        notes = self._settle_short(groups, specs, now) if self._short else {}
+        bound = self._bound_members(set(ready))
         trees = self._trees(snapshot) if any(self._wants_topology(ws) for ws in ready.values()) else ()
         hyper = None
         if any(spec.network is not None for spec in specs.values()):
@@ -231,16 +252,15 @@ class GangStep:
         held: list[tuple[GroupRef, str]] = []
         for ref, ws in sorted(ready.items()):
             self._since.setdefault(ref, now)
-            built = self._gang(ref, ws, specs[ref], bound.get(ref, 0), trees, hyper)
+            built = self._gang(ref, ws, specs[ref], bound.get(ref, {}), trees, hyper)
             if isinstance(built, str):
                 held.append((ref, built))
             else:
                 gangs.append(built)
         options = GangOptions(self.packing, trees)
         gang_decisions, decisions = decide_with_gangs(replace(snapshot, pod_sets=rest), gangs, now, options)
-        notes: dict[str, str] = {}
         if self.preempt and gang_decisions.pending:
-            notes = self.evictor.preempt(
+            notes |= self.evictor.preempt(
                 snapshot.nodes, gang_decisions, gangs, group_of, self._priority, snapshot.config, options
             )
         bindings: list[Binding] = list(gang_decisions.bindings()) + list(decisions.bindings)
@@ -257,6 +277,64 @@ class GangStep:
         pending.extend(decisions.pending)
         pending = [replace(p, position=i) for i, p in enumerate(pending)]
         return Decisions(tuple(bindings), tuple(pending))
+
+    # ----------------------------------------------------------------- refused bindings
+
+    def binding_refused(self, pod: Mapping[str, Any], now: float) -> None:
+        """The API refused ``pod``'s binding. Others of its gang may be bound already (bindings
+        are written pod by pod): the gang is watched until it runs whole again, and gives up its
+        running pods if it is still short when its timeout passes."""
+        ref = group_of(pod)
+        if ref is not None:
+            self._short.setdefault(ref, now)
+
+    def _settle_short(
+        self,
+        groups: Mapping[GroupRef, list[Waiting]],
+        specs: Mapping[GroupRef, GroupSpec],
+        now: float,
+    ) -> dict[str, str]:
+        """Forget the watched gangs that are whole again; delete the running pods of those still
+        short of their minimum past their timeout, so that they start again whole (their
+        controllers make the pods anew). The note to add to each such gang's pending message."""
+        notes: dict[str, str] = {}
+        for ref, since in sorted(self._short.items()):
+            uid = f"{ref.kind}:{ref}"
+            spec = specs.get(ref) or self._spec(ref, groups.get(ref, []))
+            running = self._running_members(ref)
+            if spec.min_member is None or not running or len(running) >= spec.min_member:
+                del self._short[ref]  # whole, or nothing runs that could be half of it
+                continue
+            if not gives_up_running_members(since, spec.timeout_s, now):
+                continue
+            del self._short[ref]
+            for namespace, name in running:
+                try:
+                    self.client.delete("v1", "Pod", name, namespace)
+                except NotFound:
+                    continue
+                except ApiError as err:
+                    log.info("deleting %s/%s of short gang %s: %s", namespace, name, uid, err)
+            text = (
+                f"{len(running)} of its {spec.min_member} pods ran without the rest for {now - since:g}s "
+                "after a refused binding: they were deleted so that the gang starts again whole"
+            )
+            log.warning("gang %s: %s", uid, text)
+            notes[uid] = text
+        return notes
+
+    def _running_members(self, ref: GroupRef) -> list[tuple[str, str]]:
+        """(namespace, name) of the gang's pods on a node, not finished and not deleting."""
+        try:
+            pods = self.client.list("v1", "Pod", ListOptions(namespace=ref.namespace)).items
+        except ApiError as err:
+            log.info("listing the pods of gang %s: %s", ref, err)
+            return []
+        return [
+            (ref.namespace, str(p["metadata"].get("name")))
+            for p in pods
+            if _running(p) and group_of(p) == ref
+        ]
 
     def _priority(self, pod: Mapping[str, Any]) -> int:
         """A pod's priority as the cache gives it: ``spec.priority``, else from its class."""
@@ -284,7 +362,7 @@ class GangStep:
         ref: GroupRef,
         ws: list[Waiting],
         spec: GroupSpec,
-        bound: int,
+        bound_by_task: Mapping[str, int],
         trees: tuple[tuple[str, TopologyTree], ...],
         hyper: HyperNodeTopology | None,
     ) -> Gang | str:
@@ -299,6 +377,14 @@ class GangStep:
             annotations = _annotations(w)
             task = str(annotations.get(VOLCANO_TASK_ANNOTATION, ""))
             sets[(task, request_from_annotations(annotations) or network, id(w.shape))].append(w)
+        # Each task's minTaskMember less its pods already bound, taken by its pod sets in turn.
+        task_left = {t: max(0, n - bound_by_task.get(t, 0)) for t, n in (spec.task_minimums or {}).items()}
+        for t, n in task_left.items():
+            have = sum(len(m) for (task, _, _), m in sets.items() if task == t)
+            if have < n:
+                return (
+                    f"task {t} has {have} pods waiting; minTaskMember needs {n} more to start with the gang"
+                )
         topology = ""
         pod_sets: list[GangPodSet] = []
         for i, ((task, request, _), members) in enumerate(sets.items()):
@@ -313,15 +399,21 @@ class GangStep:
                 topology = topology or trees[0][0]
             elif request is not None:
                 request = None  # unconstrained, and no topology declared: anywhere at all
+            min_count = None
+            if task in task_left:
+                min_count = min(task_left[task], len(members))
+                task_left[task] -= min_count
             pod_sets.append(
                 GangPodSet(
                     name=task or f"set{i}",
                     shape=members[0].shape,
                     count=len(members),
+                    min_count=min_count,
                     topology=request,
                     pod_ids=tuple(w.key for w in members),
                 )
             )
+        bound = sum(bound_by_task.values())
         min_member = None if spec.min_member is None else max(0, spec.min_member - bound)
         return Gang(
             uid=f"{ref.kind}:{ref}",
@@ -353,6 +445,13 @@ def _network_request(
         return volcano_request(mode, int(tier) if tier is not None else max(hyper.tiers), hyper.tiers)
     except ValueError as err:
         return str(err)
+
+
+def _running(pod: Mapping[str, Any]) -> bool:
+    """On a node, not finished and not being deleted: a member the gang can count on."""
+    if not (pod.get("spec") or {}).get("nodeName") or (pod.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    return (pod.get("status") or {}).get("phase") not in TERMINAL
 
 
 def _annotations(w: Waiting) -> Mapping[str, str]:
