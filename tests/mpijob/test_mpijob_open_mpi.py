@@ -201,3 +201,62 @@ def test_a_scheduling_policy_runs_the_job_as_one_volcano_gang(plane: Plane, tmp_
     assert (
         len(re.findall(r"rank=\d size=4 pod=gang-worker-\d", plane.kubectl("logs", "job/gang-launcher"))) == 4
     )
+
+
+def test_run_launcher_as_worker_puts_a_rank_in_the_launcher_pod_too(plane: Plane, tmp_path: Path) -> None:
+    # Hostfile: the launcher (1 slot), then the one worker (1 slot); rank 0 runs in the launcher
+    # pod itself, entered through the launch agent like any worker.
+    binary = build_mpi_program(tmp_path)
+    job = mpijob("both", ["mpirun", "-np", "2", str(binary)], workers=1, slots=1)
+    job["spec"]["runLauncherAsWorker"] = True
+    launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
+    launcher["env"] = [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]
+    plane.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(job))
+    wait_for(plane, "both", "Succeeded")
+    log = plane.kubectl("logs", "job/both-launcher")
+    ranks = sorted(re.findall(r"rank=(\d) size=2 pod=(\S+) role=(\S+) sum=1", log))
+    assert [(r, role) for r, _, role in ranks] == [("0", "launcher"), ("1", "worker")], log
+    assert ranks[0][1].startswith("both-launcher-") and ranks[1][1] == "both-worker-0", log
+
+
+def test_a_worker_pod_that_dies_mid_run_fails_the_job_as_its_backoff_limit_says(plane: Plane) -> None:
+    # The rank in the deleted worker dies with its pod, mpirun aborts the others and exits
+    # non-zero; with backoffLimit 0 the launcher Job fails, and with it the MPIJob.
+    marker = "sleep 7193"
+    job = mpijob("dies", ["mpirun", "-np", "2", *marker.split()], slots=1)
+    job["spec"]["runPolicy"]["backoffLimit"] = 0
+    job["spec"]["mpiReplicaSpecs"]["Launcher"]["restartPolicy"] = "Never"
+    plane.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(job))
+    wait_for(plane, "dies", "Running")
+    deadline = time.monotonic() + 30
+    while len(_pids_running(marker)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert len(_pids_running(marker)) == 2
+    plane.kubectl("delete", "pod", "dies-worker-1", "--wait=false")
+    failed = wait_for(plane, "dies", "Failed")
+    assert failed["status"]["replicaStatuses"]["Launcher"]["failed"] >= 1
+    deadline = time.monotonic() + 30
+    while _pids_running(marker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _pids_running(marker) == []  # no rank outlives the failed job
+
+
+def test_each_rank_sees_the_volumes_of_its_own_worker_pod(plane: Plane) -> None:
+    # Each worker's own process writes its pod name into its emptyDir; the rank started in that
+    # pod must find its own pod's name there (on the embedded cluster a mount is reached through
+    # $KUBEHPC_ROOT/<mountPath>, which the rank gets from its pod's environment).
+    owner = "$KUBEHPC_ROOT/scratch/owner"
+    worker = ["sh", "-c", f'echo "$POD_NAME" > "{owner}"; exec sleep infinity']
+    rank = (
+        f'for i in 1 2 3 4 5 6 7 8 9 10; do [ -s "{owner}" ] && break; sleep 0.2; done; '
+        f'echo "vol pod=$POD_NAME owner=$(cat "{owner}")"'
+    )
+    job = mpijob("vols", ["mpirun", "-np", "2", "sh", "-c", rank], slots=1, worker_command=worker)
+    spec = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
+    spec["volumes"] = [{"name": "scratch", "emptyDir": {}}]
+    spec["containers"][0]["volumeMounts"] = [{"name": "scratch", "mountPath": "/scratch"}]
+    plane.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(job))
+    wait_for(plane, "vols", "Succeeded")
+    log = plane.kubectl("logs", "job/vols-launcher")
+    seen = re.findall(r"^vol pod=(\S+) owner=(\S*)$", log, flags=re.MULTILINE)
+    assert sorted(seen) == [("vols-worker-0", "vols-worker-0"), ("vols-worker-1", "vols-worker-1")], log

@@ -262,3 +262,94 @@ def test_the_seeds_raycluster_creates_what_kuberay_creates(store: Store) -> None
     assert store.get("v1", "Service", "ray-test-head-svc", NS)
     st = store.get(RAY, "RayCluster", "ray-test", NS)["status"]
     assert (st["desiredCPU"], st["desiredGPU"], st["desiredWorkerReplicas"]) == ("36", "9", 4)
+
+
+def test_cluster_selector_runs_the_job_on_an_existing_cluster_and_never_deletes_it(store: Store) -> None:
+    dash, clock = FakeDashboard(), Clock()
+    ctl, cctl = RayJobController(store, dashboard=dash, clock=clock), RayClusterController(store)
+    job = rayjob(clusterSelector={"ray.io/cluster": "shared"})
+    del job["spec"]["rayClusterSpec"]
+    store.create(job)
+    st = step(store, ctl, cctl, rounds=2)
+    # The named cluster does not exist yet: the job waits for it and makes none of its own.
+    assert (st["jobDeploymentStatus"], st["rayClusterName"]) == ("Initializing", "shared")
+    assert "clusterSelector" in st["message"] and not store.list(RAY, "RayCluster").items
+    store.create(raycluster("shared", cluster_spec()))
+    st = step(store, ctl, cctl)
+    assert (st["jobDeploymentStatus"], st["rayClusterName"]) == ("Running", "shared")
+    assert [c["metadata"]["name"] for c in store.list(RAY, "RayCluster").items] == ["shared"]
+    dash.jobs[st["jobId"]] = "SUCCEEDED"
+    clock.now += 600
+    st = step(store, ctl, cctl)
+    assert (st["jobDeploymentStatus"], st["jobStatus"]) == ("Complete", "SUCCEEDED")
+    assert [c["metadata"]["name"] for c in store.list(RAY, "RayCluster").items] == ["shared"]
+    assert len(pods(store, "ray.io/cluster=shared")) == 1  # its head still runs
+
+
+def test_a_cluster_selector_without_the_cluster_key_ends_validation_failed(store: Store) -> None:
+    ctl = RayJobController(store, dashboard=FakeDashboard(), clock=Clock())
+    job = rayjob(clusterSelector={"app": "x"})
+    del job["spec"]["rayClusterSpec"]
+    store.create(job)
+    ctl.reconcile(NS, "job")
+    st = store.get(RAY, "RayJob", "job", NS)["status"]
+    assert st["jobDeploymentStatus"] == "ValidationFailed" and "ray.io/cluster" in st["message"]
+
+
+def test_a_runtime_env_that_is_not_yaml_ends_validation_failed_with_an_event(store: Store) -> None:
+    ctl = RayJobController(store, dashboard=FakeDashboard(), clock=Clock())
+    store.create(rayjob(runtimeEnvYAML="pip: [unclosed"))
+    ctl.reconcile(NS, "job")
+    st = store.get(RAY, "RayJob", "job", NS)["status"]
+    assert st["jobDeploymentStatus"] == "ValidationFailed"
+    assert events(store, "InvalidRayJobSpec") and not store.list(RAY, "RayCluster").items
+
+
+def _end(store: Store, pod: Obj, phase: str) -> None:
+    pod = store.get("v1", "Pod", pod["metadata"]["name"], NS)
+    pod["status"] = {"phase": phase}
+    store.update_status(pod)
+
+
+def _live(store: Store, selector: str) -> list[str]:
+    return [
+        p["metadata"]["name"] for p in pods(store, selector) if not p["metadata"].get("deletionTimestamp")
+    ]
+
+
+def test_a_worker_that_dies_is_replaced_by_a_new_pod(store: Store) -> None:
+    ctl = RayClusterController(store)
+    store.create(raycluster("rc", cluster_spec([worker_group("small", 2, 0, 2)])))
+    ctl.reconcile(NS, "rc")
+    run_all(store)
+    dead = pods(store, "ray.io/group=small")[0]
+    _end(store, dead, "Failed")
+    ctl.reconcile(NS, "rc")
+    live = _live(store, "ray.io/group=small")
+    assert len(live) == 2 and dead["metadata"]["name"] not in live
+    assert any(dead["metadata"]["name"] in m for m in events(store, "DeletedWorkerPod"))
+
+
+def test_a_head_that_ends_is_replaced_by_a_new_head(store: Store) -> None:
+    ctl = RayClusterController(store)
+    store.create(raycluster("rc", cluster_spec([worker_group("small", 1, 0, 1)])))
+    ctl.reconcile(NS, "rc")
+    run_all(store)
+    head = pods(store, "ray.io/node-type=head")[0]
+    _end(store, head, "Failed")
+    ctl.reconcile(NS, "rc")
+    heads = _live(store, "ray.io/node-type=head")
+    assert len(heads) == 1 and heads != [head["metadata"]["name"]]
+
+
+def test_a_rayjob_whose_cluster_cannot_start_fails_with_the_clusters_reason(store: Store) -> None:
+    # `ray` is not installed where the cluster's pods would run: the RayCluster fails at once,
+    # and the RayJob ends Failed saying why instead of waiting in Initializing.
+    mode = HostMode(host_processes=True, ray_bin="ray-not-installed-here", path="/nonexistent")
+    ctl = RayJobController(store, mode, dashboard=FakeDashboard(), clock=Clock())
+    cctl = RayClusterController(store, RayClusterOptions(mode=mode))
+    store.create(rayjob())
+    st = step(store, ctl, cctl, rounds=4)
+    assert (st["jobDeploymentStatus"], st["reason"]) == ("Failed", "RayClusterFailed")
+    assert "ray-not-installed-here" in st["message"]
+    assert events(store, "RayClusterFailed")

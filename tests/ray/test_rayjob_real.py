@@ -1,7 +1,9 @@
 """A RayJob queued in a Kueue LocalQueue is admitted by quota, gets its own RayCluster, runs a
 real Ray program through the submitter Job (`ray job submit`, whose log is the program's
 output), and with shutdownAfterJobFinishes its cluster is deleted once it ends. A second
-RayJob that does not fit the quota meanwhile stays suspended, with no cluster."""
+RayJob that does not fit the quota meanwhile stays suspended, with no cluster. An HTTPMode
+RayJob posts its entrypoint straight to the job API of the existing cluster its clusterSelector
+names, and leaves that cluster running."""
 
 from __future__ import annotations
 
@@ -155,3 +157,52 @@ def test_queued_rayjobs_are_admitted_by_quota_run_to_completion_and_their_cluste
     # The quota is free again: the second RayJob is admitted and starts its cluster.
     wait_until("the second RayJob to be admitted", lambda: status(plane, "waits").get("rayClusterName"), 30)
     plane.store.delete(RAY, "RayJob", "waits", NS)
+
+
+def test_an_http_mode_rayjob_runs_on_the_cluster_its_selector_names_and_leaves_it(
+    plane: ControlPlane, tmp_path: Path
+) -> None:
+    from kubehpc.controllers.ray.dashboard import DashboardClient
+
+    program = tmp_path / "squares.py"
+    program.write_text(PROGRAM)
+    plane.store.create(
+        {
+            "apiVersion": RAY,
+            "kind": "RayCluster",
+            "metadata": {"name": "standing", "namespace": NS},
+            "spec": cluster_spec(dashboard=True),
+        }
+    )
+    plane.store.create(
+        {
+            "apiVersion": RAY,
+            "kind": "RayJob",
+            "metadata": {"name": "posted", "namespace": NS},
+            "spec": {
+                "entrypoint": f"python {program}",
+                "submissionMode": "HTTPMode",
+                "runtimeEnvYAML": "env_vars:\n  counter_name: posted_counter\n",
+                "clusterSelector": {"ray.io/cluster": "standing"},
+            },
+        }
+    )
+    done = wait_until(
+        "the HTTPMode RayJob to finish",
+        lambda: (s := status(plane, "posted")).get("jobDeploymentStatus") in ("Complete", "Failed") and s,
+        timeout=200,
+    )
+    assert (done["jobDeploymentStatus"], done["jobStatus"], done["rayClusterName"]) == (
+        "Complete",
+        "SUCCEEDED",
+        "standing",
+    ), done
+    # No submitter Job in HTTPMode: the program's output is in Ray's own job logs.
+    assert not [j for j in plane.store.list("batch/v1", "Job").items if j["metadata"]["name"] == "posted"]
+    logs = DashboardClient(done["dashboardURL"]).job_logs(done["jobId"])
+    assert "sum of squares: 285" in logs and "counter_name: posted_counter" in logs, logs
+    # The selected cluster is not the job's: it is left running.
+    cluster = plane.store.get(RAY, "RayCluster", "standing", NS)
+    assert not cluster["metadata"].get("deletionTimestamp") and cluster["status"]["state"] == "ready"
+    plane.store.delete(RAY, "RayJob", "posted", NS)
+    plane.store.delete(RAY, "RayCluster", "standing", NS)

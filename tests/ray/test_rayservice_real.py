@@ -66,6 +66,20 @@ def answer(plane: ControlPlane) -> str:
     return r.text if r.status_code == 200 else ""
 
 
+def wait(plane: ControlPlane, what: str, probe: Any, timeout: float) -> Any:
+    """wait_until, and on a time-out the service's status and events, to tell why."""
+    try:
+        return wait_until(what, probe, timeout)
+    except AssertionError as err:
+        events = [
+            f"{e.get('type')} {e.get('reason')} {e['involvedObject'].get('name')}: {e.get('message')}"
+            for e in plane.store.list("v1", "Event").items
+            if e["involvedObject"].get("kind") in ("RayService", "RayCluster")
+        ]
+        detail = "\n".join([f"status: {get(plane).get('status')}", *events])
+        raise AssertionError(f"{err}\n{detail}") from None
+
+
 def update_spec(plane: ControlPlane, change: Any) -> None:
     obj = get(plane)
     change(obj["spec"])
@@ -89,7 +103,8 @@ def test_rayservice_deploys_updates_in_place_and_switches_clusters(
             "spec": spec,
         }
     )
-    running = wait_until(
+    running = wait(
+        plane,
         "the service to run",
         lambda: (s := get(plane).get("status") or {}).get("serviceStatus") == "Running" and s,
         180,
@@ -99,11 +114,11 @@ def test_rayservice_deploys_updates_in_place_and_switches_clusters(
     assert app["status"] == "RUNNING"
     assert app["serveDeploymentStatuses"]["Greeter"]["status"] == "HEALTHY"
     assert {c["type"]: c["status"] for c in running["conditions"]}["Ready"] == "True"
-    assert wait_until("the first answer", lambda: answer(plane), 30) == "hello from Ray Serve"
+    assert wait(plane, "the first answer", lambda: answer(plane), 30) == "hello from Ray Serve"
 
     # Only the serve config changes: the same cluster serves the new version.
     update_spec(plane, lambda s: s.update(serveConfigV2=serve_config(tmp_path, "hi")))
-    wait_until("the in-place update", lambda: answer(plane) == "hi from Ray Serve", 90)
+    wait(plane, "the in-place update", lambda: answer(plane) == "hi from Ray Serve", 90)
     assert get(plane)["status"]["activeServiceStatus"]["rayClusterName"] == first
     assert [c["metadata"]["name"] for c in plane.store.list(RAY, "RayCluster").items] == [first]
 
@@ -114,19 +129,21 @@ def test_rayservice_deploys_updates_in_place_and_switches_clusters(
         s["rayClusterConfig"] = head
 
     update_spec(plane, more_memory)
-    upgrading = wait_until(
-        "a pending cluster", lambda: (get(plane).get("status") or {}).get("pendingServiceStatus"), 30
+    upgrading = wait(
+        plane, "a pending cluster", lambda: (get(plane).get("status") or {}).get("pendingServiceStatus"), 30
     )
     second = upgrading["rayClusterName"]
     assert second != first
     assert answer(plane) == "hi from Ray Serve"  # the old cluster serves meanwhile
-    wait_until(
+    wait(
+        plane,
         "the switch-over",
         lambda: get(plane)["status"]["activeServiceStatus"]["rayClusterName"] == second,
         180,
     )
-    assert wait_until("an answer from the new cluster", lambda: answer(plane), 30) == "hi from Ray Serve"
-    wait_until(
+    assert wait(plane, "an answer from the new cluster", lambda: answer(plane), 30) == "hi from Ray Serve"
+    wait(
+        plane,
         "the old cluster to be deleted",
         lambda: [c["metadata"]["name"] for c in plane.store.list(RAY, "RayCluster").items] == [second],
         30,

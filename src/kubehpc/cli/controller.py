@@ -9,6 +9,7 @@ from kubehpc.cli import cluster_common
 from kubehpc.cli.session import CliError, Session
 from kubehpc.kube.controller import (
     COMPONENTS,
+    OPTIONAL_COMPONENTS,
     SCHEDULER_NAME,
     ClusterController,
     ClusterOptions,
@@ -31,7 +32,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--components",
         default=",".join(COMPONENTS),
-        help=f"comma-separated subset of {','.join(COMPONENTS)} (default: all)",
+        help=f"comma-separated subset of {','.join(COMPONENTS)} (default: all), plus on request "
+        f"{','.join(OPTIONAL_COMPONENTS)} (the MPI Operator's and KubeRay's controllers)",
     )
     p.add_argument("--no-install-crds", action="store_true", help="do not install the CRDs")
     p.add_argument("--leader-elect", default="true", choices=("true", "false"), help="elect a leader")

@@ -41,6 +41,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 SCHEDULER_NAME = "kubehpc"
 COMPONENTS = ("scheduler", "admission")
+# Run only when asked (--components): the MPI Operator's and KubeRay's controllers, as kubehpc's
+# own stand-ins for those operators on a cluster that has neither.
+OPTIONAL_COMPONENTS = ("mpijob", "ray")
 Loop = Callable[[threading.Event], None]
 
 
@@ -52,7 +55,8 @@ def default_identity() -> str:
 class ClusterOptions:
     scheduler_name: str = SCHEDULER_NAME
     components: tuple[str, ...] = COMPONENTS
-    """``scheduler`` (binding pods), ``admission`` (Kueue: Workloads, quota, the Job gate)."""
+    """``scheduler`` (binding pods), ``admission`` (Kueue: Workloads, quota, the Job gate); and
+    on request ``mpijob`` (MPIJobs) and ``ray`` (RayCluster, RayJob, RayService)."""
     install_crds: bool = True
     leader_elect: bool = True
     lease: LeaseConfig = field(default_factory=lambda: LeaseConfig(identity=default_identity()))
@@ -63,9 +67,10 @@ class ClusterOptions:
     a Client that is not a RestClient, threads writing them)."""
 
     def __post_init__(self) -> None:
-        unknown = set(self.components) - set(COMPONENTS)
+        unknown = set(self.components) - set(COMPONENTS) - set(OPTIONAL_COMPONENTS)
         if unknown:
-            raise ValueError(f"unknown components {sorted(unknown)}; choose from {', '.join(COMPONENTS)}")
+            choices = ", ".join((*COMPONENTS, *OPTIONAL_COMPONENTS))
+            raise ValueError(f"unknown components {sorted(unknown)}; choose from {choices}")
 
 
 @contextmanager
@@ -162,6 +167,19 @@ class ClusterController:
             integrations = (gatedjob.integration(self.client),)
             loops["kueue-job-reconciler"] = JobReconciler(self.client, integrations).run
             loops["kueue-admission"] = AdmissionLoop(self.client, AdmissionOptions(batch_s=0.2)).run
+        if "mpijob" in self.options.components:
+            from kubehpc.controllers.mpijob import MPIJobController
+
+            # No launch agent and no host check: pods are real containers, reached over ssh.
+            loops["mpijob"] = MPIJobController(self.client).run
+        if "ray" in self.options.components:
+            from kubehpc.controllers.ray import RayClusterController, RayJobController
+            from kubehpc.controllers.ray.rayservice import RayServiceController
+
+            # KubeRay's own defaults: fixed ports, DNS names, `ray start` in each container.
+            loops["raycluster"] = RayClusterController(self.client).run
+            loops["rayjob"] = RayJobController(self.client).run
+            loops["rayservice"] = RayServiceController(self.client).run
         return loops
 
     def _start_term(self) -> None:

@@ -23,6 +23,9 @@ from typing import Any
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from kubehpc.controllers.volcano.podgroups import quantity
+from kubehpc.sched.podspec import pod_requests
+
 Obj = dict[str, Any]
 
 API_VERSION = "kubeflow.org/v2beta1"
@@ -210,19 +213,61 @@ def gang_scheduled(job: Obj) -> bool:
     return bool((job["spec"].get("runPolicy") or {}).get("schedulingPolicy"))
 
 
+def _template_spec(job: Obj, role: str) -> Obj:
+    replica = job["spec"]["mpiReplicaSpecs"].get(role) or {}
+    return dict((replica.get("template") or {}).get("spec") or {})
+
+
+def _requests_or_limits(container: Obj) -> Obj:
+    resources = container.get("resources") or {}
+    return {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+
+
+def _min_resources(job: Obj, min_member: int) -> dict[str, str]:
+    """What the gang's first ``min_member`` pods request (``calPGMinResource``): the launcher,
+    then as many workers as are left (the operator ranks workers below a launcher of the same
+    priority; a container without requests counts its limits)."""
+    totals: dict[str, int] = {}
+    workers = min(worker_replicas(job), max(min_member - 1, 0))
+    for role, count in ((LAUNCHER, 1), (WORKER, workers)):
+        spec = _template_spec(job, role)
+        if not count or not spec:
+            continue
+        containers = [
+            {"resources": {"requests": _requests_or_limits(c)}} for c in spec.get("containers") or ()
+        ]
+        for resource, units in pod_requests({"containers": containers}).items():
+            totals[resource] = totals.get(resource, 0) + units * count
+    return {resource: quantity(resource, units) for resource, units in sorted(totals.items()) if units}
+
+
 def pod_group(job: Obj) -> Obj:
     """``VolcanoCtrl.newPodGroup``: minMember is ``minAvailable``, else every worker and the
-    launcher; queue and priority class from the scheduling policy."""
+    launcher; the queue from the policy (else the job's queue annotation); the priority class
+    from the policy, else the launcher's, else the workers' template; minResources from the
+    policy, else what the first minMember pods request, so that Volcano's queue admits the
+    gang only where all of it fits."""
     policy = (job["spec"].get("runPolicy") or {}).get("schedulingPolicy") or {}
-    spec: Obj = {"minMember": int(policy.get("minAvailable") or worker_replicas(job) + 1)}
+    min_member = (
+        int(policy["minAvailable"]) if policy.get("minAvailable") is not None else (worker_replicas(job) + 1)
+    )
+    spec: Obj = {"minMember": min_member}
     queue = policy.get("queue") or (job["metadata"].get("annotations") or {}).get(VOLCANO_QUEUE_ANNOTATION)
     if queue:
         spec["queue"] = queue
-    priority = policy.get("priorityClass")
+    priority = (
+        policy.get("priorityClass")
+        or _template_spec(job, LAUNCHER).get("priorityClassName")
+        or _template_spec(job, WORKER).get("priorityClassName")
+    )
     if priority:
         spec["priorityClassName"] = priority
     if policy.get("minResources"):
         spec["minResources"] = dict(policy["minResources"])
+    elif min_member > 0:
+        resources = _min_resources(job, min_member)
+        if resources:
+            spec["minResources"] = resources
     return {
         "apiVersion": PODGROUP_API_VERSION,
         "kind": "PodGroup",

@@ -9,6 +9,10 @@ from typing import Any
 import httpx
 
 TERMINAL_JOB_STATUSES = ("SUCCEEDED", "FAILED", "STOPPED")
+# The first deploy starts Serve's controller and HTTP proxy before the dashboard answers: tens
+# of seconds on a loaded machine. Cut short, the deploy still goes on in Ray, and the retry
+# then queues behind it, so a short timeout can keep a RayService from ever seeing it done.
+DEPLOY_TIMEOUT_S = 90.0
 
 
 class DashboardError(Exception):
@@ -29,9 +33,11 @@ class DashboardClient:
         self.base = address if address.startswith("http") else f"http://{address}"
         self.timeout_s = timeout_s
 
-    def _call(self, method: str, path: str, json: Any = None) -> httpx.Response:
+    def _call(
+        self, method: str, path: str, json: Any = None, timeout_s: float | None = None
+    ) -> httpx.Response:
         try:
-            return httpx.request(method, self.base + path, json=json, timeout=self.timeout_s)
+            return httpx.request(method, self.base + path, json=json, timeout=timeout_s or self.timeout_s)
         except httpx.HTTPError as err:
             raise DashboardError(f"{method} {path}: {err}") from err
 
@@ -66,7 +72,9 @@ class DashboardClient:
         return str(r.json().get("logs") or "") if r.status_code == 200 else ""
 
     def deploy_serve(self, config: dict[str, Any]) -> None:
-        r = self._call("PUT", "/api/serve/applications/", json=config)
+        r = self._call(
+            "PUT", "/api/serve/applications/", json=config, timeout_s=max(self.timeout_s, DEPLOY_TIMEOUT_S)
+        )
         if r.status_code != 200:
             raise DashboardError(f"deploying Serve applications: HTTP {r.status_code} {r.text[:300]}")
 

@@ -11,7 +11,9 @@
   owned by the RayJob; a suspended RayJob goes straight to Suspended.
 * Initializing: once the cluster is ready the job is submitted, through a submitter Job
   (K8sJobMode: ``ray job submit``, its logs are the job's) or straight to the job submission
-  API (HTTPMode).
+  API (HTTPMode). A cluster that ends ``failed`` (its ``ray`` missing on the host, a spec
+  KubeRay's controller refuses) fails the job with reason ``RayClusterFailed`` instead of
+  leaving it in Initializing.
 * Running: ``status.jobStatus`` follows Ray's job status (PENDING, RUNNING, SUCCEEDED,
   FAILED, STOPPED) read from the dashboard; ``activeDeadlineSeconds`` counts from startTime.
 * Complete / Failed: with ``shutdownAfterJobFinishes`` the RayCluster is deleted
@@ -196,7 +198,16 @@ class RayJobController:
                 status["message"] = f"waiting for RayCluster {status['rayClusterName']} (clusterSelector)"
                 return POLL_S
             cluster = self._create_cluster(job, status)
-        if (cluster.get("status") or {}).get("state") != c.READY:
+        cluster_status = cluster.get("status") or {}
+        if cluster_status.get("state") == c.FAILED:
+            # The cluster cannot start (its `ray` program is missing on this host, or KubeRay's
+            # controller refused its spec): end the job with the cluster's reason rather than
+            # wait in Initializing for a cluster that will never be ready.
+            reason = cluster_status.get("reason") or "the RayCluster failed"
+            return self._fail(
+                job, status, "RayClusterFailed", f"RayCluster {cluster['metadata']['name']}: {reason}"
+            )
+        if cluster_status.get("state") != c.READY:
             return POLL_S
         dashboard = self._dashboard_address(cluster)
         status["dashboardURL"] = dashboard
