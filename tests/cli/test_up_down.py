@@ -67,3 +67,17 @@ def test_up_rejects_a_bad_cluster_file_naming_the_field(home: Home, tmp_path: Pa
     assert result.code == 1
     assert "bogus" in result.err
     assert running_pid(home) is None
+
+
+def test_up_rejects_a_kueue_configuration_it_cannot_carry_out_naming_the_field(
+    home: Home, tmp_path: Path
+) -> None:
+    bad = tmp_path / "kueue.yaml"
+    bad.write_text(
+        "apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\nwaitForPodsReady: {enable: true}\n"
+    )
+    result = run_subprocess(home.root, "up", "-d", "--kueue-config", str(bad))
+    assert result.code == 1
+    assert f"--kueue-config {bad}: document 1: waitForPodsReady is not supported" in result.err
+    assert running_pid(home) is None
+    assert not home.kueue_config_path.exists()

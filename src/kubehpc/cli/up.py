@@ -30,6 +30,13 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         help="ClusterConfig describing the virtual nodes; it is checked and kept in the home now, "
         "the nodes themselves come with the node runtime",
     )
+    p.add_argument(
+        "--kueue-config",
+        default="",
+        metavar="FILE",
+        help="Kueue's Configuration (config.kueue.x-k8s.io, or the kueue-manager-config ConfigMap "
+        "holding it): fairSharing is honoured; it is checked and kept in the home",
+    )
     p.add_argument("--host", default=daemon.DEFAULT_HOST, help="address to listen on (default 127.0.0.1)")
     p.add_argument(
         "--port", type=int, default=daemon.DEFAULT_PORT, help="port to listen on (default: any free)"
@@ -58,6 +65,19 @@ def _keep_cluster_file(home: Home, path: str) -> None:
     if home.cluster_path.exists() and home.cluster_path.samefile(path):
         return
     shutil.copyfile(path, home.cluster_path)
+
+
+def _keep_kueue_config(home: Home, path: str) -> None:
+    from kubehpc.controllers.kueue.configuration import ConfigurationError, read_configuration
+
+    try:
+        read_configuration(path)
+    except ConfigurationError as exc:
+        raise CliError(f"--kueue-config {exc}") from None
+    home.ensure()
+    if home.kueue_config_path.exists() and home.kueue_config_path.samefile(path):
+        return
+    shutil.copyfile(path, home.kueue_config_path)
 
 
 def _print_ready(session: Session, home: Home, pid: int, url: str) -> None:
@@ -126,6 +146,8 @@ def run(session: Session, args: argparse.Namespace) -> int:
         return _already_running(session, home, pid)
     if args.cluster:
         _keep_cluster_file(home, args.cluster)
+    if args.kueue_config:
+        _keep_kueue_config(home, args.kueue_config)
     if args.detach:
         pid = daemon.start_daemon(home, args.host, args.port)
         client = daemon.local_client(home)

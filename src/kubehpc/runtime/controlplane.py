@@ -26,7 +26,8 @@ from kubehpc.api.registry import Registry
 from kubehpc.controllers.gc import GarbageCollector, kinds_of
 from kubehpc.controllers.job import Clock, JobController, RealClock, ScaledClock
 from kubehpc.controllers.kueue.admission import AdmissionLoop, AdmissionOptions
-from kubehpc.controllers.kueue.estimates import EstimateLoop
+from kubehpc.controllers.kueue.configuration import admission_config, read_configuration
+from kubehpc.controllers.kueue.estimates import EstimateLoop, EstimateOptions
 from kubehpc.controllers.kueue.metrics import KueueMetrics
 from kubehpc.controllers.kueue.reconciler import JobReconciler
 from kubehpc.controllers.kueue.webhooks import JobWebhook, PodPriorityHook
@@ -39,6 +40,7 @@ from kubehpc.controllers.volcano import loops as volcano_loops
 from kubehpc.node.agent import NodeAgent
 from kubehpc.node.nvml import host_facts
 from kubehpc.runtime.mpi import mpijob_controller
+from kubehpc.sched.admission import AdmissionConfig
 from kubehpc.slurm.deps import reconcile_holds
 from kubehpc.store.admission import AdmissionHook
 from kubehpc.store.home import Home
@@ -57,6 +59,14 @@ def cluster_config_of(home: Home) -> ClusterConfig:
     if home.cluster_path.exists():
         return load_cluster_config(home.cluster_path)
     return this_machine_config()
+
+
+def kueue_config_of(home: Home) -> AdmissionConfig:
+    """The admission core's config from the Kueue Configuration ``kubehpc up --kueue-config``
+    kept in the home; Kueue's defaults without one."""
+    if home.kueue_config_path.exists():
+        return admission_config(read_configuration(home.kueue_config_path))
+    return AdmissionConfig()
 
 
 JOB_CLOCK_SPEED_ENV = "KUBEHPC_JOB_CLOCK_SPEED"
@@ -89,6 +99,8 @@ class ControlPlane:
     agent: NodeAgent | None = field(init=False, default=None)
     scheduler: Scheduler = field(init=False)
     admission: AdmissionLoop = field(init=False)
+    kueue_config: AdmissionConfig = field(init=False)
+    """From Kueue's Configuration in the home (fair sharing), else Kueue's defaults."""
     _stop: threading.Event = field(init=False, default_factory=threading.Event)
     _threads: list[threading.Thread] = field(init=False, default_factory=list)
 
@@ -102,8 +114,11 @@ class ControlPlane:
         self.scheduler = Scheduler(
             self.store, SchedulerOptions(scheduler_names=SERVED_SCHEDULERS, watch_pod_groups=True)
         )
+        self.kueue_config = kueue_config_of(self.home)
         self.admission = AdmissionLoop(
-            self.store, AdmissionOptions(batch_s=ADMISSION_BATCH_S), metrics=KueueMetrics(self.metrics)
+            self.store,
+            AdmissionOptions(config=self.kueue_config, batch_s=ADMISSION_BATCH_S),
+            metrics=KueueMetrics(self.metrics),
         )
 
     def controllers(self) -> dict[str, Loop]:
@@ -117,7 +132,7 @@ class ControlPlane:
             "kueue-job-reconciler": JobReconciler(self.store).run,
             "kueue-admission": self.admission.run,
             **volcano_loops(self.store),  # Volcano Jobs, Queues and PodGroups; coscheduling PodGroups
-            "kueue-estimated-starts": EstimateLoop(self.store).run,
+            "kueue-estimated-starts": EstimateLoop(self.store, EstimateOptions(config=self.kueue_config)).run,
             "mpijob": mpijob_controller(self.store, self.home).run,
             **ray_controllers(self.store),
             "slurm-holds": self._release_slurm_holds,

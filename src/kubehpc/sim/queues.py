@@ -35,7 +35,16 @@ from typing import Any
 import numpy as np
 import yaml
 
-from kubehpc.sched.admission import AdmissionConfig, FairSharingStrategy, decide
+from kubehpc.controllers.kueue.configuration import (
+    CONFIG_GROUP,
+    CONFIGURATION,
+    KEYS_WITHOUT_EFFECT,
+    ConfigurationError,
+    check_configuration,
+    is_configuration,
+)
+from kubehpc.controllers.kueue.configuration import admission_config as kueue_admission_config
+from kubehpc.sched.admission import AdmissionConfig, decide
 from kubehpc.sched.admission.build import snapshot_from_objects
 from kubehpc.sched.admission.model import NO_BACKFILL, AdmissionSnapshot, PodSet, Workload
 from kubehpc.sched.backfill import Policy
@@ -45,31 +54,11 @@ from kubehpc.sim.estimates import EstimateSource, run_times, static_estimates
 from kubehpc.sim.traces.common import IntArray, Trace, TraceError
 
 QUEUE_KINDS = ("ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue")
-CONFIGURATION = "Configuration"
-CONFIG_GROUP = "config.kueue.x-k8s.io/"
-# Keys of Kueue's Configuration that say how the manager runs, not how it schedules: a replay
-# has nothing to do with them. Any other key than these and fairSharing is refused by name, so
-# a setting the replay does not model is never silently ignored.
-CONFIG_KEYS_WITHOUT_EFFECT = frozenset(
-    {
-        "apiVersion",
-        "kind",
-        "metadata",
-        "namespace",
-        "manageJobsWithoutQueueName",
-        "managedJobsNamespaceSelector",
-        "internalCertManagement",
-        "clientConnection",
-        "controller",
-        "health",
-        "metrics",
-        "webhook",
-        "leaderElection",
-        "pprofBindAddress",
-        "integrations",
-        "queueVisibility",
-    }
-)
+# A replay gives every job a queue, so the keys on jobs without one have nothing to act on either.
+REPLAY_KEYS_WITHOUT_EFFECT = KEYS_WITHOUT_EFFECT | {
+    "manageJobsWithoutQueueName",
+    "managedJobsNamespaceSelector",
+}
 NAMESPACE = "default"
 NO_LOCAL_QUEUE = "its queue has no LocalQueue in --queues"
 NEVER_ADMITTED = "never admitted (does not fit its ClusterQueue's quota)"
@@ -87,10 +76,18 @@ def read_queues(path: str | Path) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {k: [] for k in (*QUEUE_KINDS, CONFIGURATION)}
     for i, doc in enumerate(docs, 1):
         kind = doc.get("kind") if isinstance(doc, dict) else None
-        if kind == CONFIGURATION and str(doc.get("apiVersion", "")).startswith(CONFIG_GROUP):
+        if is_configuration(doc):
             if out[CONFIGURATION]:
                 raise TraceError(f"--queues {p}: document {i}: a second Kueue Configuration")
-            _check_configuration(doc, f"--queues {p}: document {i} (Configuration)")
+            try:
+                check_configuration(
+                    doc,
+                    f"--queues {p}: document {i} (Configuration)",
+                    REPLAY_KEYS_WITHOUT_EFFECT,
+                    "is not simulated (the replay honours fairSharing only)",
+                )
+            except ConfigurationError as exc:
+                raise TraceError(str(exc)) from None
             out[CONFIGURATION].append(doc)
             continue
         if kind not in QUEUE_KINDS:
@@ -109,40 +106,12 @@ def read_queues(path: str | Path) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def _check_configuration(doc: dict[str, Any], where: str) -> None:
-    for key in doc:
-        if key != "fairSharing" and key not in CONFIG_KEYS_WITHOUT_EFFECT:
-            raise TraceError(f"{where}: {key} is not simulated (the replay honours fairSharing only)")
-    fair = doc.get("fairSharing")
-    if fair is None:
-        return
-    if not isinstance(fair, dict):
-        raise TraceError(f"{where}: fairSharing: must be a mapping")
-    for key in fair:
-        if key not in ("enable", "preemptionStrategies"):
-            raise TraceError(f"{where}: fairSharing.{key}: unknown field")
-    if not isinstance(fair.get("enable", False), bool):
-        raise TraceError(f"{where}: fairSharing.enable: must be true or false")
-    strategies = fair.get("preemptionStrategies", [])
-    allowed = [str(x) for x in FairSharingStrategy]
-    if not isinstance(strategies, list) or any(x not in allowed for x in strategies):
-        raise TraceError(
-            f"{where}: fairSharing.preemptionStrategies: each must be one of {', '.join(allowed)}"
-        )
-
-
 def admission_config(queues: dict[str, list[dict[str, Any]]], policy: Policy) -> AdmissionConfig:
     """The scheduler config of a replay: the backfill of ``--policy``, and Kueue's fair sharing
     when the file's Configuration enables it (with its preemption strategies, or Kueue's
     default pair when it names none)."""
     backfill = NO_BACKFILL if policy is Policy.FCFS else str(policy)
-    fair = next(iter(queues.get(CONFIGURATION) or ()), {}).get("fairSharing") or {}
-    if not fair.get("enable"):
-        return AdmissionConfig(backfill=backfill)
-    strategies = tuple(FairSharingStrategy(x) for x in fair.get("preemptionStrategies") or ())
-    if strategies:
-        return AdmissionConfig(backfill=backfill, fair_sharing=True, fair_sharing_strategies=strategies)
-    return AdmissionConfig(backfill=backfill, fair_sharing=True)
+    return kueue_admission_config(next(iter(queues.get(CONFIGURATION) or ()), None), backfill=backfill)
 
 
 def _base_snapshot(queues: dict[str, list[dict[str, Any]]], config: AdmissionConfig) -> AdmissionSnapshot:

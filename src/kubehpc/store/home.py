@@ -57,6 +57,11 @@ class Home:
         return self.root / "cluster.yaml"
 
     @property
+    def kueue_config_path(self) -> Path:
+        """Kueue's Configuration the admission loop runs with (``kubehpc up --kueue-config``)."""
+        return self.root / "kueue-config.yaml"
+
+    @property
     def pid_path(self) -> Path:
         return self.root / "kubehpc.pid"
 
