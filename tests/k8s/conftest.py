@@ -6,16 +6,13 @@ repo); if it cannot be built or started the tests fail and say why — they neve
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from k8skit import KUBECTL, TESTENV, K8sEnv, Proc, cluster_config, wait_for
+from k8skit import K8sEnv, Proc, cluster_config, running_testenv, wait_for
 
 from kubehpc.kube.rest import RestClient
-
-BUILD_TIMEOUT_S = 60 * 60
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -28,23 +25,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def k8s(tmp_path_factory: pytest.TempPathFactory) -> Iterator[K8sEnv]:
-    if not Path(KUBECTL).exists():
-        pytest.fail(f"{KUBECTL} is missing: `make test` installs it (scripts/system-deps.sh)")
-    build = subprocess.run([str(TESTENV), "build"], capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
-    if build.returncode != 0:
-        pytest.fail(
-            f"cannot build the Kubernetes test environment:\n{build.stdout[-3000:]}\n{build.stderr[-3000:]}"
-        )
-    env = K8sEnv(tmp_path_factory.mktemp("k8s"))
-    try:
-        env.script("start", str(env.dir), "controller-manager")
-    except AssertionError as err:
-        env.script("stop", str(env.dir))
-        pytest.fail(f"cannot start the Kubernetes test environment: {err}")
-    try:
+    with running_testenv(tmp_path_factory.mktemp("k8s"), "controller-manager") as env:
         yield env
-    finally:
-        env.script("stop", str(env.dir))
 
 
 @pytest.fixture(scope="session")

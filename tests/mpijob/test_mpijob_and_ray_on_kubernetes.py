@@ -7,7 +7,6 @@ the pods are only checked as objects."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +17,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "k8s"))
 
-from k8skit import KUBECTL, TESTENV, K8sEnv, Proc, get_or_none, wait_for
+from k8skit import K8sEnv, Proc, get_or_none, running_testenv, wait_for
 
 from kubehpc.kube.rest import RestClient
 from kubehpc.store.client import ListOptions
@@ -32,23 +31,8 @@ SAMPLES = Path(__file__).resolve().parents[3] / "shared" / "samples" / "manifest
 
 @pytest.fixture(scope="module")
 def k8s(tmp_path_factory: pytest.TempPathFactory) -> Iterator[K8sEnv]:
-    if not Path(KUBECTL).exists():
-        pytest.fail(f"{KUBECTL} is missing: `make test` installs it (scripts/system-deps.sh)")
-    build = subprocess.run([str(TESTENV), "build"], capture_output=True, text=True, timeout=3600)
-    if build.returncode != 0:
-        pytest.fail(
-            f"cannot build the Kubernetes test environment:\n{build.stdout[-3000:]}\n{build.stderr[-3000:]}"
-        )
-    env = K8sEnv(tmp_path_factory.mktemp("k8s-mpi-ray"))
-    try:
-        env.script("start", str(env.dir))
-    except AssertionError as err:
-        env.script("stop", str(env.dir))
-        pytest.fail(f"cannot start the Kubernetes test environment: {err}")
-    try:
+    with running_testenv(tmp_path_factory.mktemp("k8s-mpi-ray")) as env:
         yield env
-    finally:
-        env.script("stop", str(env.dir))
 
 
 @pytest.fixture(scope="module")
