@@ -7,6 +7,8 @@
 No control plane is needed. The pool is ``--procs N``, the totals of ``--cluster FILE``, or
 the machine size the trace's header declares. ``--queues FILE`` (Kueue queue and quota
 manifests) sends every job through the admission core instead (``sim/queues.py``).
+``--placement nodes`` places every pod of a workload YAML on the cluster config's nodes, each
+job as a gang, through the gang core (``sim/nodes.py``).
 """
 
 from __future__ import annotations
@@ -22,9 +24,12 @@ import numpy as np
 from kubehpc.cli.session import CliError, Session
 from kubehpc.sched.backfill import Policy
 from kubehpc.sim.cluster import capacity_from_cluster, capacity_from_header, capacity_from_procs
-from kubehpc.sim.engine import SimOptions, SimResult, simulate
+from kubehpc.sim.engine import NodePolicy, Placement, SimOptions, SimResult, simulate
 from kubehpc.sim.estimates import EstimateSource
 from kubehpc.sim.metrics import summary
+from kubehpc.sim.nodecluster import NodeCluster, load_node_cluster, read_topology
+from kubehpc.sim.nodes import POLICIES as NODE_POLICIES
+from kubehpc.sim.nodes import simulate_nodes
 from kubehpc.sim.queues import read_queues, simulate_queues
 from kubehpc.sim.report import write_jobs_csv, write_report
 from kubehpc.sim.traces import Trace, TraceError, read_trace
@@ -47,10 +52,24 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "admission core, to the LocalQueue named by their queue",
     )
     p.add_argument(
+        "--placement",
+        choices=[str(x) for x in Placement],
+        default=str(Placement.POOL),
+        help="pool: one bin per resource (default); nodes: every pod on a node of --cluster, "
+        "each job as a gang, with its pod sets' topology requests (workload YAML only)",
+    )
+    p.add_argument(
+        "--topology",
+        metavar="FILE",
+        help="with --placement nodes: a Kueue Topology whose levels (node labels) pod sets may "
+        "require or prefer (default: the cluster config's block and rack)",
+    )
+    p.add_argument(
         "--policy",
         action="append",
-        choices=[str(x) for x in Policy],
-        help="queue policy; repeat to compare several (default: fcfs)",
+        choices=[str(x) for x in Policy] + [str(x) for x in NodePolicy],
+        help="queue policy; repeat to compare several (default: fcfs). With --placement nodes: "
+        "fcfs or first-fit (every job that fits starts, as the live gang scheduler does)",
     )
     p.add_argument(
         "--estimate",
@@ -102,13 +121,51 @@ def _table(s: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _policies(args: argparse.Namespace) -> list[Policy | NodePolicy]:
+    names = args.policy or [str(Policy.FCFS)]
+    policies: list[Policy | NodePolicy] = [
+        NodePolicy(p) if p in {str(x) for x in NodePolicy} else Policy(p) for p in names
+    ]
+    if args.placement == str(Placement.NODES):
+        if not args.cluster:
+            raise CliError("--placement nodes: give the nodes with --cluster FILE")
+        if args.queues:
+            raise CliError(
+                "--placement nodes: --queues is not modelled on nodes yet (quotas replay on the pool)"
+            )
+        if args.start_estimates:
+            raise CliError(
+                "--placement nodes: --start-estimates is not modelled (no node-level reservations)"
+            )
+        for policy in policies:
+            if policy not in NODE_POLICIES:
+                raise CliError(
+                    f"--policy {policy}: not modelled with --placement nodes (backfill needs "
+                    "reservations on nodes and topology domains, which the core does not plan); "
+                    f"use {' or '.join(map(str, NODE_POLICIES))}"
+                )
+    else:
+        for policy in policies:
+            if isinstance(policy, NodePolicy):
+                raise CliError(f"--policy {policy}: needs --placement nodes")
+        if args.topology:
+            raise CliError("--topology: needs --placement nodes")
+    return policies
+
+
 def run(session: Session, args: argparse.Namespace) -> int:
-    policies = [Policy(p) for p in (args.policy or [str(Policy.FCFS)])]
+    policies = _policies(args)
     if args.csv and len(policies) > 1:
         raise CliError("--csv takes one --policy; with several, use --report DIR (one CSV per policy)")
+    nodes: NodeCluster | None = None
     try:
         trace = read_trace(args.trace)
-        capacity = _capacity(trace, args)
+        if args.placement == str(Placement.NODES):
+            levels = read_topology(args.topology) if args.topology else None
+            nodes = load_node_cluster(args.cluster, levels)
+            capacity = nodes.capacity(trace.resources)
+        else:
+            capacity = _capacity(trace, args)
         queues = read_queues(args.queues) if args.queues else None
     except TraceError as exc:
         raise CliError(str(exc)) from None
@@ -120,7 +177,12 @@ def run(session: Session, args: argparse.Namespace) -> int:
             kill_at_limit=args.kill_at_limit,
             start_estimates=args.start_estimates,
         )
-        if queues is not None:
+        if nodes is not None:
+            try:
+                results.append(simulate_nodes(trace, nodes, options))
+            except TraceError as exc:
+                raise CliError(str(exc)) from None
+        elif queues is not None:
             results.append(simulate_queues(trace, capacity, queues, options))
         else:
             results.append(simulate(trace, capacity, options))
@@ -151,6 +213,10 @@ def _argv(args: argparse.Namespace) -> list[str]:
         out += ["--cluster", args.cluster]
     if args.queues:
         out += ["--queues", args.queues]
+    if args.placement != str(Placement.POOL):
+        out += ["--placement", args.placement]
+    if args.topology:
+        out += ["--topology", args.topology]
     for p in args.policy or []:
         out += ["--policy", p]
     if args.estimate != str(EstimateSource.REQUESTED):

@@ -15,6 +15,7 @@ too; finishes come off a heap.
 
 from __future__ import annotations
 
+import enum
 import heapq
 import math
 import time
@@ -28,9 +29,23 @@ from kubehpc.sim.estimates import EstimateSource, UserPredictor, run_times, stat
 from kubehpc.sim.traces.common import FloatArray, IntArray, Trace
 
 
+class NodePolicy(enum.StrEnum):
+    """Policies only the node-level replay (``sim/nodes.py``) has."""
+
+    FIRST_FIT = "first-fit"
+    """The live gang scheduler's rule: every waiting gang that fits starts, in queue order."""
+
+
+class Placement(enum.StrEnum):
+    POOL = "pool"
+    """One bin per resource, no nodes (the golden figures' convention)."""
+    NODES = "nodes"
+    """Every pod on a node of the cluster config, each job as a gang (``sim/nodes.py``)."""
+
+
 @dataclass(frozen=True)
 class SimOptions:
-    policy: Policy = Policy.FCFS
+    policy: Policy | NodePolicy = Policy.FCFS
     estimate: EstimateSource = EstimateSource.REQUESTED
     kill_at_limit: bool = False
     start_estimates: bool = False
@@ -58,6 +73,11 @@ class SimResult:
     policy_seconds: float
     wall_seconds: float
     notes: Counter[str] = field(default_factory=Counter)
+    placement: Placement = Placement.POOL
+    job_nodes: IntArray | None = None
+    """Node-level replay only: per job, how many distinct nodes its pods ran on."""
+    job_domains: list[str] | None = None
+    """Node-level replay only: per job, the topology domain of each pod set that asked for one."""
 
 
 class _Queue:
@@ -167,10 +187,12 @@ class _Slots:
 def simulate(trace: Trace, capacity: IntArray, options: SimOptions) -> SimResult:
     """Replay ``trace`` on a pool of ``capacity``; jobs larger than it are dropped (counted)."""
     wall0 = time.perf_counter()
+    policy = options.policy
+    if not isinstance(policy, Policy):
+        raise ValueError(f"policy {policy} needs the node-level replay (--placement nodes)")
     trace = trace.fit_to(capacity)
     n = len(trace)
     nres = len(trace.resources)
-    policy = options.policy
     runs, notes = run_times(trace, options.kill_at_limit)
     static, est_notes = static_estimates(trace, runs, options.estimate)
     notes.update(est_notes)

@@ -96,6 +96,7 @@ def summary(r: SimResult) -> dict[str, Any]:
     return {
         "trace": r.trace.name,
         "policy": str(r.options.policy),
+        "placement": str(r.placement),
         "estimate": str(r.options.estimate),
         "kill_at_limit": r.options.kill_at_limit,
         "resources": dict(zip(r.trace.resources, r.capacity.tolist(), strict=True)),

@@ -158,6 +158,8 @@ def simulate_queues(
     wall0 = time.perf_counter()
     trace = trace.fit_to(capacity)
     policy = options.policy
+    if not isinstance(policy, Policy):
+        raise ValueError(f"policy {policy} needs the node-level replay (--placement nodes)")
     config = admission_config(queues, policy)
     base = _base_snapshot(queues, config)
     runs, notes = run_times(trace, options.kill_at_limit)

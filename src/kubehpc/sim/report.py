@@ -46,6 +46,7 @@ def write_jobs_csv(result: SimResult, path: Path) -> None:
                 "backfilled",
                 "predicted_start_s",
                 *t.resources,
+                *(("nodes", "domains") if result.job_nodes is not None else ()),
             ]
         )
         users, queues = t.user_names, t.queue_names
@@ -69,8 +70,16 @@ def write_jobs_csv(result: SimResult, path: Path) -> None:
                     int(result.backfilled[i]),
                     "" if np.isnan(predicted) else _num(predicted),
                     *(int(x) for x in t.sizes[i]),
+                    *_placement_columns(result, i),
                 ]
             )
+
+
+def _placement_columns(result: SimResult, i: int) -> tuple[int | str, ...]:
+    """Node-level replay only: how many nodes the job ran on, and its pod sets' domains."""
+    if result.job_nodes is None:
+        return ()
+    return int(result.job_nodes[i]), result.job_domains[i] if result.job_domains else ""
 
 
 def _num(x: float) -> str:
@@ -167,6 +176,8 @@ def summary_groups(result: SimResult) -> dict[str, dict[str, float]]:
 def _label(result: SimResult) -> str:
     o = result.options
     label = str(o.policy)
+    if result.job_nodes is not None:
+        label += " on nodes"
     if str(o.estimate) != "requested":
         label += f" ({o.estimate})"
     return label

@@ -34,6 +34,32 @@ class TraceError(ValueError):
 
 
 @dataclass(frozen=True)
+class PodSetSpec:
+    """``count`` identical pods of one role of a job, as a workload file describes them: the
+    node-level replay places each pod on a node (``sim/nodes.py``); the pool replay only sees
+    the job's total."""
+
+    name: str
+    count: int
+    requests: tuple[tuple[str, int], ...]
+    """One pod's requests in kubehpc units (cpu in millicores), sorted by resource."""
+    required_topology: str | None = None
+    """A node label: every pod in one domain of that level, or the job waits (Kueue TAS)."""
+    preferred_topology: str | None = None
+    """A node label: one domain of that level if any holds the pods, else as tight as fits."""
+
+
+@dataclass(frozen=True)
+class JobPods:
+    """A job's pod sets, its name, and where it is written (for errors that name its fields)."""
+
+    name: str
+    where: str
+    """``FILE: spec.jobs[i]``."""
+    pod_sets: tuple[PodSetSpec, ...]
+
+
+@dataclass(frozen=True)
 class Trace:
     """Jobs sorted by (submit time, job id): the queue order of every policy here.
 
@@ -64,6 +90,8 @@ class Trace:
     whole_unit: int = 1
     """Units of the first resource in one processor (1000 for cpu in millicores): what
     ``--procs N`` multiplies."""
+    pods: tuple[JobPods, ...] | None = None
+    """Per job (row order), its pod sets; None for traces that have none (SWF, Philly)."""
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -89,6 +117,9 @@ class Trace:
             queues=self.queues[keep],
             priority=self.priority[keep],
             skipped=self.skipped if skipped is None else skipped,
+            pods=None
+            if self.pods is None
+            else tuple(p for p, k in zip(self.pods, keep.tolist(), strict=True) if k),
         )
 
 
@@ -111,6 +142,7 @@ def build_trace(
     skipped: Counter[str] | None = None,
     adjusted: Counter[str] | None = None,
     whole_unit: int = 1,
+    pods: list[JobPods] | None = None,
 ) -> Trace:
     """Drop unreplayable jobs (counted by reason) and sort the rest by (submit, id)."""
     n = len(ids)
@@ -147,6 +179,7 @@ def build_trace(
         skipped=skipped,
         adjusted=Counter(adjusted or {}),
         whole_unit=whole_unit,
+        pods=None if pods is None else tuple(pods[k] for k in idx.tolist()),
     )
 
 

@@ -18,6 +18,7 @@ Example::
             - name: workers
               count: 4           # pods in the set (>= 1)
               requests: {cpu: "8", memory: 32Gi, nvidia.com/gpu: 1}
+              requiredTopology: topology.kubehpc.io/rack   # optional, or preferredTopology
 
 Requests use Kubernetes quantities and kubehpc's resource units (cpu in millicores, memory in
 bytes, extended resources as whole counts). Unknown fields are errors, named with their path.
@@ -30,11 +31,12 @@ from typing import Any
 
 import numpy as np
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from kubehpc.api.names import qualified_name
 from kubehpc.api.quantity import resource_units
-from kubehpc.sim.traces.common import Trace, TraceError, build_trace, codes
+from kubehpc.sim.traces.common import JobPods, PodSetSpec, Trace, TraceError, build_trace, codes
 
 API_VERSION = "kubehpc.io/v1alpha1"
 KIND = "SimWorkload"
@@ -50,6 +52,25 @@ class SimPodSet(_Model):
     name: str = "main"
     count: int = Field(default=1, ge=1)
     requests: dict[str, str | int | float] = Field(min_length=1)
+    required_topology: str | None = None
+    """Kueue's ``podset-required-topology``: a node label naming a topology level."""
+    preferred_topology: str | None = None
+    """Kueue's ``podset-preferred-topology``."""
+
+    @field_validator("required_topology", "preferred_topology")
+    @classmethod
+    def _level(cls, value: str | None) -> str | None:
+        if value is not None:
+            problems = qualified_name(value) if value else ["must not be empty"]
+            if problems:
+                raise ValueError(f"not a node label: {'; '.join(problems)}")
+        return value
+
+    @model_validator(mode="after")
+    def _one_topology(self) -> SimPodSet:
+        if self.required_topology is not None and self.preferred_topology is not None:
+            raise ValueError("requiredTopology and preferredTopology are mutually exclusive")
+        return self
 
     @field_validator("requests")
     @classmethod
@@ -62,6 +83,10 @@ class SimPodSet(_Model):
 
     def units(self) -> dict[str, int]:
         return {r: resource_units(r, v) * self.count for r, v in self.requests.items()}
+
+    def spec(self) -> PodSetSpec:
+        per_pod = tuple(sorted((r, resource_units(r, v)) for r, v in self.requests.items()))
+        return PodSetSpec(self.name, self.count, per_pod, self.required_topology, self.preferred_topology)
 
 
 class SimJob(_Model):
@@ -108,10 +133,17 @@ def parse_workload(data: Any, source: str = "workload") -> SimWorkload:
         if job.name in seen:
             raise TraceError(f"{source}: spec.jobs[{i}].name: duplicate job name {job.name!r}")
         seen.add(job.name)
+        sets: set[str] = set()
+        for k, pod_set in enumerate(job.pod_sets):
+            if pod_set.name in sets:
+                raise TraceError(
+                    f"{source}: spec.jobs[{i}].podSets[{k}].name: duplicate pod set {pod_set.name!r}"
+                )
+            sets.add(pod_set.name)
     return workload
 
 
-def workload_trace(workload: SimWorkload) -> Trace:
+def workload_trace(workload: SimWorkload, source: str = "workload") -> Trace:
     jobs = workload.spec.jobs
     per_job = [_sum_units(job) for job in jobs]
     resources = tuple(sorted({r for units in per_job for r in units}, key=lambda r: (r != "cpu", r)))
@@ -133,6 +165,10 @@ def workload_trace(workload: SimWorkload) -> Trace:
         queue_names=queue_names,
         priority=np.array([j.priority for j in jobs], dtype=np.int64),
         whole_unit=1000 if resources[:1] == ("cpu",) else 1,
+        pods=[
+            JobPods(j.name, f"{source}: spec.jobs[{i}]", tuple(ps.spec() for ps in j.pod_sets))
+            for i, j in enumerate(jobs)
+        ],
     )
 
 
@@ -152,4 +188,4 @@ def read_workload(path: str | Path) -> Trace:
         raise TraceError(f"{p}: cannot read: {exc.strerror or exc}") from exc
     except yaml.YAMLError as exc:
         raise TraceError(f"{p}: not valid YAML: {exc}") from exc
-    return workload_trace(parse_workload(data, str(p)))
+    return workload_trace(parse_workload(data, str(p)), str(p))
