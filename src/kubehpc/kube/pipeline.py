@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 from kubehpc.api.errors import ApiError
 from kubehpc.kube.rest import ConnectionFailed, RestClient
-from kubehpc.kube.wire import Reader, Target, error_of
+from kubehpc.kube.wire import WRITES_BUSY_S, Reader, Target, error_of
 
 log = logging.getLogger(__name__)
 Done = Callable[[ApiError | None], None]
@@ -170,7 +170,7 @@ def _call(done: Done, error: ApiError | None) -> None:
 class _Connection:
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
-        self.reader = Reader(sock)
+        self.reader = Reader(sock, coalesce_s=WRITES_BUSY_S)
         self.used = time.monotonic()
 
     def send(self, data: bytes) -> None:

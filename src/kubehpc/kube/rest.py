@@ -11,8 +11,8 @@ refused) or rejected before acting on it (429) is sent again whatever its verb; 
 
 from __future__ import annotations
 
-import asyncio
 import gc
+import os
 import re
 import socket
 import threading
@@ -20,16 +20,15 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
-import httpx
 import orjson
 
 from kubehpc.api.errors import ApiError, NotFound, ServiceUnavailable
 from kubehpc.kube.kubeconfig import ClientConfig
 from kubehpc.kube.ratelimit import TokenBucket
-from kubehpc.kube.wire import Head, Reader, Target, error_of
+from kubehpc.kube.wire import BUSY_S, Head, Reader, Target, error_of, send_get
 from kubehpc.store.client import (
     DeleteOptions,
     ListOptions,
@@ -39,6 +38,11 @@ from kubehpc.store.client import (
     WatchEvent,
     WriteOptions,
 )
+
+if TYPE_CHECKING:
+    # Imported where used: the scheduler's lists, watches and writes go over raw sockets
+    # (kubehpc.kube.wire), and importing httpx is a tenth of its start-up.
+    import httpx
 
 TABLE_ACCEPT = (
     "application/json;as=Table;v=v1;g=meta.k8s.io,"
@@ -66,6 +70,15 @@ def decode_large(content: bytes) -> Any:
     finally:
         if paused:
             gc.enable()
+
+
+def behind_proxy(server: str) -> bool:
+    """Whether the environment names a proxy for ``server``'s scheme. httpx honours it (and
+    ``NO_PROXY``); the raw connections of :mod:`kubehpc.kube.wire` do not, so such a client
+    sends everything through httpx."""
+    scheme = "https" if server.startswith("https://") else "http"
+    names = (f"{scheme}_proxy", "all_proxy")
+    return any(os.environ.get(name) or os.environ.get(name.upper()) for name in names)
 
 
 class ConnectionFailed(ServiceUnavailable):
@@ -149,6 +162,8 @@ class RestWatch:
         self._stopped = threading.Event()
 
     def __iter__(self) -> Iterator[WatchEvent]:
+        import httpx
+
         try:
             for line in self._response.iter_lines():
                 if not line.strip():
@@ -168,6 +183,8 @@ class RestWatch:
     async def __aiter__(self) -> AsyncIterator[WatchEvent]:
         # The sync stream is read in a worker thread, one event at a time; stop() unblocks a
         # read in progress by shutting the socket down, so cancellation never leaks a thread.
+        import asyncio  # here: the scheduler's watches are synchronous
+
         events = iter(self)
         end = object()
         try:
@@ -216,7 +233,7 @@ class StreamWatch(RestWatch):
         if self._reader.buf:
             yield bytes(self._reader.buf)
             self._reader.buf.clear()
-        while data := self._sock.recv(256 * 1024):
+        while data := self._reader.read():
             yield data
 
     def __iter__(self) -> Iterator[WatchEvent]:
@@ -276,32 +293,57 @@ class RestClient:
         self.on_warning = on_warning
         # The latest warnings (bounded: a long-lived controller must not accumulate them).
         self.warnings: deque[str] = deque(maxlen=1000)
-        headers = {"User-Agent": user_agent, "Accept": "application/json"}
-        if config.token:
-            headers["Authorization"] = f"Bearer {config.token}"
-        auth = httpx.BasicAuth(config.username, config.password) if config.username else None
-        self._http = httpx.Client(
-            base_url=config.server,
-            headers=headers,
-            auth=auth,
-            verify=config.ssl_context(),
-            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
-            limits=httpx.Limits(
-                max_connections=max_connections, max_keepalive_connections=min(max_connections, 64)
-            ),
-            transport=transport,
-        )
-        # Watches of JSON go straight over a socket of their own (StreamWatch), unless a test
-        # gave its own transport.
-        self._target = Target.of(config, user_agent) if transport is None else None
+        self.timeout = timeout
+        self._user_agent = user_agent
+        self._transport = transport
+        self._max_connections = max_connections
+        self._client: httpx.Client | None = None
+        # Plain JSON GETs (lists, discovery) and watches go straight over sockets of their own
+        # (kubehpc.kube.wire), unless a test gave its own transport or a proxy is configured.
+        direct = transport is None and not behind_proxy(config.server)
+        self._target = Target.of(config, user_agent) if direct else None
+        self._idle: list[Reader] = []
+        """Keep-alive connections of the raw GETs, each with its reader."""
         self._lock = threading.Lock()
         self._gv_cache: dict[str, list[ResourceInfo]] = {}
         self._all: list[ResourceInfo] | None = None
 
     # -- plumbing -------------------------------------------------------------------------
 
+    @property
+    def _http(self) -> httpx.Client:
+        """The general HTTP client (writes, CLI calls), made on first use."""
+        with self._lock:
+            if self._client is None:
+                import httpx
+
+                config = self.config
+                headers = {"User-Agent": self._user_agent, "Accept": "application/json"}
+                if config.token:
+                    headers["Authorization"] = f"Bearer {config.token}"
+                auth = httpx.BasicAuth(config.username, config.password) if config.username else None
+                self._client = httpx.Client(
+                    base_url=config.server,
+                    headers=headers,
+                    auth=auth,
+                    verify=config.ssl_context(),
+                    timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
+                    limits=httpx.Limits(
+                        max_connections=self._max_connections,
+                        max_keepalive_connections=min(self._max_connections, 64),
+                    ),
+                    transport=self._transport,
+                )
+            return self._client
+
     def close(self) -> None:
-        self._http.close()
+        with self._lock:
+            client, self._client = self._client, None
+            idle, self._idle = self._idle, []
+        if client is not None:
+            client.close()
+        for reader in idle:
+            reader.sock.close()
 
     def __enter__(self) -> RestClient:
         return self
@@ -310,7 +352,10 @@ class RestClient:
         self.close()
 
     def _collect_warnings(self, resp: httpx.Response) -> None:
-        for value in resp.headers.get_list("warning"):
+        self._warn(resp.headers.get_list("warning"))
+
+    def _warn(self, values: list[str] | tuple[str, ...]) -> None:
+        for value in values:
             message = _parse_warning(value)
             self.warnings.append(message)
             if self.on_warning is not None:
@@ -329,6 +374,8 @@ class RestClient:
         timeout: httpx.Timeout | None = None,
     ) -> httpx.Response:
         """Send one request with retries; raise the typed error for a failure status."""
+        import httpx
+
         hdrs = dict(headers or {})
         content: bytes | None = None
         if body is not None:
@@ -372,6 +419,48 @@ class RestClient:
                 raise error_from_response(resp)
             return resp
 
+    def _raw_get(self, path: str, params: dict[str, Any] | None) -> bytes:
+        """A GET of JSON on a keep-alive socket of its own (:mod:`kubehpc.kube.wire`), with
+        :meth:`_send`'s retries of a read and its typed errors. The body comes back as sent,
+        uncompressed: decoding a list of 10,000 pods is the scheduler's biggest start-up cost,
+        and inflating it first (httpx asks for gzip) would add to it on both sides."""
+        assert self._target is not None
+        clean = {k: v for k, v in (params or {}).items() if v not in (None, "", False)}
+        request = self._target.request("GET", f"{path}?{urlencode(clean)}" if clean else path)
+        attempt = 0
+        while True:
+            self.limiter.acquire()
+            with self._lock:
+                reader = self._idle.pop() if self._idle else None
+            try:
+                if reader is None:
+                    reader = Reader(self._target.connect(self.timeout))
+                head, body = send_get(reader, request)
+            except (OSError, ValueError) as exc:
+                if reader is not None:
+                    reader.sock.close()
+                if attempt < self.retries:
+                    self._sleep(attempt, None)
+                    attempt += 1
+                    continue
+                raise ConnectionFailed(
+                    f"cannot reach the API server at {self.config.server}: {exc}"
+                ) from None
+            if head.close:
+                reader.sock.close()
+            else:
+                with self._lock:
+                    self._idle.append(reader)
+            if head.status in RETRY_STATUS and attempt < self.retries:
+                self._sleep(attempt, head.retry_after)
+                attempt += 1
+                continue
+            if head.warnings:
+                self._warn(head.warnings)
+            if head.status >= 400:
+                raise error_of(head.status, body)
+            return body
+
     def _sleep(self, attempt: int, retry_after: str | None) -> None:
         delay = min(self.backoff * (2**attempt), 5.0)
         if retry_after and retry_after.isdigit():
@@ -379,8 +468,10 @@ class RestClient:
         time.sleep(delay)
 
     def _json(self, method: str, path: str, **kwargs: Any) -> Any:
-        resp = self._send(method, path, **kwargs)
-        content = resp.content
+        if method == "GET" and self._target is not None and set(kwargs) <= {"params"}:
+            content = self._raw_get(path, kwargs.get("params"))
+        else:
+            content = self._send(method, path, **kwargs).content
         if not content:
             return {}
         if len(content) < LARGE_BODY:
@@ -565,7 +656,7 @@ class RestClient:
             params=params,
             headers=headers,
             stream=True,
-            timeout=httpx.Timeout(None, connect=10.0),
+            timeout=_unbounded_read(),
         )
         return RestWatch(resp)
 
@@ -582,7 +673,7 @@ class RestClient:
             try:
                 sock = self._target.connect(None)
                 sock.sendall(request)
-                reader = Reader(sock)
+                reader = Reader(sock, coalesce_s=BUSY_S)
                 head = reader.head()
                 if head.status < 400:
                     return StreamWatch(sock, reader, head)
@@ -758,7 +849,7 @@ class RestClient:
             params=params,
             headers={"Accept": "*/*"},
             stream=True,
-            timeout=httpx.Timeout(None, connect=10.0) if follow else None,
+            timeout=_unbounded_read() if follow else None,
         )
         try:
             yield from resp.iter_bytes()
@@ -775,8 +866,17 @@ class RestClient:
 
     def ready(self) -> bool:
         """Whether ``/readyz`` answers ok (one try, no retries)."""
+        import httpx
+
         try:
             resp = self._http.get("/readyz", timeout=2.0)
         except httpx.TransportError:
             return False
         return resp.status_code == 200
+
+
+def _unbounded_read() -> httpx.Timeout:
+    """Streams (watches, followed logs) wait for data as long as it takes."""
+    import httpx
+
+    return httpx.Timeout(None, connect=10.0)

@@ -1,18 +1,22 @@
-"""HTTP/1.1 on a plain (or TLS) socket, for the two streams where a general client's overhead
-dominates the scheduler's CPU: its writes (:mod:`kubehpc.kube.pipeline`) and its watches.
+"""HTTP/1.1 on a plain (or TLS) socket, where a general client's overhead dominates the
+scheduler's CPU: its writes (:mod:`kubehpc.kube.pipeline`), its watches, and the plain GETs of
+JSON (discovery, its first lists of every node and pod).
 
 Only what those need: one connection to the API server of a :class:`ClientConfig`, requests
 written as bytes, and responses read back in order with a minimal parser (status line,
-``Content-Length`` or chunked body, ``Connection: close``). Everything else — discovery,
-lists, the CLI — stays with :class:`kubehpc.kube.rest.RestClient` and httpx.
+``Content-Length`` or chunked body, ``Connection: close``, ``Warning``). Everything else —
+other writes, the CLI's tables and logs — stays with :class:`kubehpc.kube.rest.RestClient`
+and httpx.
 """
 
 from __future__ import annotations
 
 import base64
+import select
 import socket
 import ssl
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
 import orjson
@@ -21,6 +25,17 @@ from kubehpc.api.errors import ApiError
 from kubehpc.kube.kubeconfig import ClientConfig
 
 READ_SIZE = 256 * 1024
+"""Bytes asked for per read, into a buffer each connection keeps: ``recv(READ_SIZE)`` would
+allocate (and give back) that much per call, about 15 µs of system time each — most of the
+system time of 20,000 small answers (docs/performance.md)."""
+
+
+BUSY_S = 0.01
+"""A stream that had data less than this ago is busy: wait this long before the next read,
+so what arrives meanwhile comes in one read (see :class:`Reader`)."""
+WRITES_BUSY_S = 0.02
+"""The same for the answers to pipelined writes: a connection gets one every few milliseconds
+while the API server works through its queue."""
 
 
 class ProtocolError(OSError):
@@ -90,7 +105,7 @@ class Target:
         return head + b"\r\n" + body
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Head:
     status: int
     chunked: bool
@@ -99,6 +114,8 @@ class Head:
     close: bool
     """The server closes the connection after this response."""
     retry_after: str = ""
+    warnings: tuple[str, ...] = ()
+    """The values of its ``Warning`` headers."""
 
 
 def _header(head: bytes, name: bytes) -> bytes | None:
@@ -111,19 +128,71 @@ def _header(head: bytes, name: bytes) -> bytes | None:
     return head[start : end if end >= 0 else len(head)].strip()
 
 
+def _warnings(head: bytes) -> tuple[str, ...]:
+    values = []
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"warning":
+            values.append(value.strip().decode("utf-8", errors="replace"))
+    return tuple(values)
+
+
 class Reader:
     """Responses off one connection, in order, from a buffer kept between them (pipelining
-    puts several in one read)."""
+    puts several in one read).
 
-    def __init__(self, sock: socket.socket) -> None:
+    ``coalesce_s`` > 0 (the scheduler's watches and writes): when the last read returned data
+    less than that long ago, wait that long before reading again, then take everything that
+    has arrived. Draining a backlog, the API server answers a connection's pipelined writes
+    every few milliseconds and sends a watch event per binding, each in a TLS record of its
+    own; woken for each, the threads spend more CPU being woken (system calls, handing the
+    interpreter lock over) than reading. A stream that has been quiet is read at once, so a
+    lone request or event waits no longer than before."""
+
+    def __init__(self, sock: socket.socket, coalesce_s: float = 0.0) -> None:
         self.sock = sock
         self.buf = bytearray()
+        self.coalesce_s = coalesce_s
+        self._last = 0.0
+        self._space = bytearray(READ_SIZE)
+        self._view = memoryview(self._space)
+        self._poll: select.poll | None = None
+        if coalesce_s > 0:
+            self._poll = select.poll()
+            self._poll.register(sock, select.POLLIN)
+
+    def _recv(self, into: bytearray) -> int:
+        """Read into ``into``; 0 at the end of the stream."""
+        if self._poll is None:
+            n = self.sock.recv_into(self._space)
+            into += self._view[:n]
+            return n
+        if time.monotonic() - self._last < self.coalesce_s:
+            time.sleep(self.coalesce_s)
+        n = self.sock.recv_into(self._space)
+        into += self._view[:n]
+        if n:
+            # One read gives one TLS record: take the others that came meanwhile without
+            # blocking (decrypted bytes left over, or more on the socket).
+            pending = getattr(self.sock, "pending", None)
+            while (pending is not None and pending()) or self._poll.poll(0):
+                more = self.sock.recv_into(self._space)
+                if not more:
+                    break  # the end of the stream: the next read says so
+                into += self._view[:more]
+                n += more
+        self._last = time.monotonic()
+        return n
+
+    def read(self) -> bytes:
+        """The next bytes off the socket as they come (b"" at the end of the stream)."""
+        out = bytearray()
+        self._recv(out)
+        return bytes(out)
 
     def _fill(self) -> None:
-        data = self.sock.recv(READ_SIZE)
-        if not data:
+        if not self._recv(self.buf):
             raise ProtocolError("the API server closed the connection")
-        self.buf += data
 
     def head(self) -> Head:
         buf = self.buf
@@ -132,7 +201,8 @@ class Reader:
             while end < 0:
                 self._fill()
                 end = buf.find(b"\r\n\r\n")
-            raw = bytes(buf[:end]).lower()
+            original = bytes(buf[:end])
+            raw = original.lower()
             del buf[: end + 4]
             if not raw.startswith(b"http/1.") or len(raw) < 12:
                 raise ProtocolError(f"not an HTTP/1.1 response: {raw[:40]!r}")
@@ -149,6 +219,7 @@ class Reader:
                 length=int(length) if length else -1,
                 close=connection == b"close" or raw.startswith(b"http/1.0"),
                 retry_after=(retry_after or b"").decode("latin-1"),
+                warnings=_warnings(original) if b"\r\nwarning:" in raw else (),
             )
 
     def exactly(self, n: int) -> bytes:
@@ -193,9 +264,19 @@ class Reader:
         # Neither: the body runs to the end of the connection.
         parts = [bytes(self.buf)]
         self.buf.clear()
-        while data := self.sock.recv(READ_SIZE):
+        while data := self.read():
             parts.append(data)
         return b"".join(parts)
+
+
+def send_get(reader: Reader, request: bytes) -> tuple[Head, bytes]:
+    """Send one request on ``reader``'s connection and read its whole answer."""
+    reader.sock.sendall(request)
+    head = reader.head()
+    body = reader.body(head)
+    if not head.chunked and head.length < 0 and head.status not in (204, 304):
+        head = replace(head, close=True)  # the body ran to the end of the connection
+    return head, body
 
 
 def error_of(status: int, body: bytes) -> ApiError:

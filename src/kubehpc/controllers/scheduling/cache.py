@@ -67,6 +67,14 @@ def _add(totals: Counter[str], amounts: Mapping[str, int], sign: int) -> None:
         totals[name] = get(name, 0) + sign * amount
 
 
+def _totals(table: dict[str, Counter[str]], node: str) -> Counter[str]:
+    # Not setdefault(node, Counter()): that builds a Counter per call, one per pod bound.
+    totals = table.get(node)
+    if totals is None:
+        totals = table[node] = Counter()
+    return totals
+
+
 def _shape_or_none(key: str, spec: Mapping[str, Any]) -> PodShape | None:
     try:
         return shape_of(spec)
@@ -157,6 +165,9 @@ class ClusterCache:
         self.classes: dict[str, Obj] = {}
         self.dirty: set[str] = set()
         self._shapes: dict[PodShape, PodShape] = {}
+        self._amounts: dict[int, tuple[PodShape, dict[str, int], dict[str, int]]] = {}
+        """Per shape (by identity; the entry keeps it alive), what a pod of it charges: its
+        requests and its scored requests, shared read-only by all its charges."""
         self._parsed: dict[bytes, PodShape] = {}
         """Shapes by the JSON of the spec they were read from: a Job's or a backlog's pods share
         one spec, and reading quantities is most of what a new pod costs the loop."""
@@ -201,11 +212,16 @@ class ClusterCache:
     def _charge(self, key: str, charge: Charge) -> None:
         self.uncharge(key)
         self.charges[key] = charge
-        _add(self.used.setdefault(charge.node, Counter()), charge.requests, 1)
-        _add(self.scored.setdefault(charge.node, Counter()), charge.scored, 1)
-        _add(self.holders.setdefault(charge.node, Counter()), charge.holders, 1)
+        node = charge.node
+        _add(_totals(self.used, node), charge.requests, 1)
+        _add(_totals(self.scored, node), charge.scored, 1)
+        if charge.holders:
+            _add(_totals(self.holders, node), charge.holders, 1)
         if charge.identity is not None:
-            self.pods_on.setdefault(charge.node, {})[key] = charge.identity
+            pods = self.pods_on.get(node)
+            if pods is None:
+                pods = self.pods_on[node] = {}
+            pods[key] = charge.identity
             self.anti_affinity_pods += bool(charge.identity.anti_affinity)
         self.dirty.add(charge.node)
 
@@ -214,7 +230,8 @@ class ClusterCache:
         if charge is not None:
             _add(self.used[charge.node], charge.requests, -1)
             _add(self.scored[charge.node], charge.scored, -1)
-            _add(self.holders[charge.node], charge.holders, -1)
+            if charge.holders:
+                _add(self.holders[charge.node], charge.holders, -1)
             if charge.identity is not None:
                 self.pods_on.get(charge.node, {}).pop(key, None)
                 self.anti_affinity_pods -= bool(charge.identity.anti_affinity)
@@ -250,14 +267,14 @@ class ClusterCache:
                 return
             if current is None or current.assumed or current.node != node:
                 shape = self._shape_of(key, spec) or PodShape(requests=((PODS, 1),))
-                requests = dict(shape.requests)
+                requests, scored = self._amounts_of(shape)
                 self._charge(
                     key,
                     Charge(
                         node,
                         uid,
                         requests,
-                        scored_requests(shape),
+                        scored,
                         devices_in_use([pod]),
                         assumed=False,
                         identity=identity_of(pod),
@@ -321,6 +338,15 @@ class ClusterCache:
                 self._parsed[text] = shape
         return shape
 
+    def _amounts_of(self, shape: PodShape) -> tuple[dict[str, int], dict[str, int]]:
+        entry = self._amounts.get(id(shape))
+        if entry is None or entry[0] is not shape:
+            if len(self._amounts) >= 4096:
+                self._amounts.clear()  # bounded, as the shapes read from specs are
+            entry = (shape, dict(shape.requests), dict(scored_requests(shape)))
+            self._amounts[id(shape)] = entry
+        return entry[1], entry[2]
+
     def _intern(self, shape: PodShape) -> PodShape:
         # Equal shapes become the same object, so the core compares runs by identity.
         return self._shapes.setdefault(shape, shape)
@@ -332,13 +358,14 @@ class ClusterCache:
         self.parked.discard(key)
         shape = waiting.shape
         identity = shape.interpod or waiting.identity or identity_of(waiting.obj)
+        requests, scored = self._amounts_of(shape)
         self._charge(
             key,
             Charge(
                 node,
                 waiting.uid,
-                dict(shape.requests),
-                scored_requests(shape),
+                requests,
+                scored,
                 holders,
                 assumed=True,
                 identity=identity,
