@@ -171,7 +171,7 @@ def test_a_bad_item_of_a_list_document_is_named_by_its_index(kubehpc: Kubehpc, t
     path = manifest(tmp_path, items, "list.yaml")
     result = kubehpc("apply", "-f", path)
     assert result.code == 1
-    assert result.out == "configmap/good created\n"
+    assert result.out == ""  # the whole file is refused: its good item is not stored either
     assert result.err.startswith(f"{path} doc 1: items[1].metadata.name: ")
 
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import argparse
 import copy
+import difflib
 import json
 from typing import Any
 
-from kubehpc.api.errors import ApiError, Cause, Invalid, NotFound, invalid
+from kubehpc.api.errors import ApiError, BadRequest, Cause, Invalid, NotFound, invalid
 from kubehpc.api.loader import Document, ManifestError, load_documents
 from kubehpc.api.shorthands import expand_shorthands
 from kubehpc.cli import printers
@@ -115,9 +116,24 @@ class _Applier:
         meta["namespace"] = ns
         return ns
 
+    def resource_for(self, obj: dict[str, Any]) -> ResourceInfo:
+        api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
+        try:
+            return self.client.resource_for(api_version, kind)
+        except NotFound as err:
+            # A mistyped kind is the usual cause: name the nearest served kinds first.
+            served = self.client.resources()
+            near = difflib.get_close_matches(kind.lower(), [i.kind.lower() for i in served], n=3, cutoff=0.75)
+            guesses = [f"{i.kind} ({i.api_version})" for i in served if i.kind.lower() in near]
+            if not guesses:
+                raise
+            choices = " or ".join(guesses)
+            hint = f'no matches for kind "{kind}" in version "{api_version}"; did you mean {choices}?'
+            raise NotFound(hint, kind=err.kind, group=err.group) from None
+
     def apply(self, obj: dict[str, Any]) -> tuple[str, dict[str, Any], ResourceInfo]:
         """Apply one object; returns what happened (created/configured/unchanged) and the result."""
-        info = self.client.resource_for(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+        info = self.resource_for(obj)
         ns = self.namespace_for(info, obj)
         name = str(obj["metadata"].get("name", ""))
         if not name:
@@ -160,6 +176,28 @@ def _report_failure(session: Session, doc: Document, err: ApiError) -> None:
         print(f"{where}: Error from server ({err.reason}): {err.message}", file=session.stderr)
 
 
+def _all_valid(session: Session, args: argparse.Namespace, client: RestClient, docs: list[Document]) -> bool:
+    """Checks every document with a server dry run before any is stored, so a file with one
+    mistyped field or bad quantity is refused whole instead of leaving its other objects
+    behind. Only field errors (Invalid, BadRequest) refuse the file: a missing namespace or
+    kind may be made by an earlier document of the same file, and is reported when applied."""
+    checker = _Applier(session, argparse.Namespace(**{**vars(args), "dry_run": "server"}), client)
+    refused = 0
+    for doc in docs:
+        try:
+            checker.apply(copy.deepcopy(doc.obj))
+        except (Invalid, BadRequest) as err:
+            _report_failure(session, doc, err)
+            refused += 1
+        except ApiError:
+            continue
+    if refused:
+        print(
+            f"error: {refused} of {len(docs)} document(s) invalid; nothing was applied", file=session.stderr
+        )
+    return not refused
+
+
 def run(session: Session, args: argparse.Namespace) -> int:
     printers.check_output_format(args.output, FORMATS)
     try:
@@ -173,6 +211,8 @@ def run(session: Session, args: argparse.Namespace) -> int:
         print(f"Warning: {warning}", file=session.stderr)
     client = session.client(start_if_needed=True)
     applier = _Applier(session, args, client)
+    if args.dry_run == "none" and len(docs) > 1 and not _all_valid(session, args, client, docs):
+        return 1
     failed = 0
     results: list[tuple[ResourceInfo, dict[str, Any]]] = []
     for doc in docs:
