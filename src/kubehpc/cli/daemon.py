@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -96,15 +97,42 @@ def is_ready(home: Home) -> bool:
         return client.ready()
 
 
+def port_in_use(host: str, port: int) -> bool:
+    """Whether something already listens on ``host:port`` (bound as the server binds)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def choose_port(host: str, port: int | None) -> int:
+    """The port to serve on. Not given: the usual one, or any free port when another control
+    plane (another home) already holds it. Given and taken: an error saying so, rather than a
+    start that dies in the server log."""
+    if port is None:
+        return 0 if port_in_use(host, DEFAULT_PORT) else DEFAULT_PORT
+    if port and port_in_use(host, port):
+        raise DaemonError(
+            f"port {port} on {host} is already in use (another `kubehpc up`?); "
+            "pick another with --port, or --port 0 for any free port"
+        )
+    return port
+
+
 def start_daemon(
     home: Home,
     host: str = DEFAULT_HOST,
-    port: int = DEFAULT_PORT,
+    port: int | None = None,
     cluster: str = "",
     timeout_s: float = START_TIMEOUT_S,
 ) -> int:
     """Start ``kubehpc up`` detached (own session, output to the server log) and return its pid
-    once ``/readyz`` answers."""
+    once ``/readyz`` answers. ``port`` None: as :func:`choose_port` decides."""
+    port = choose_port(host, port)
     home.ensure()
     cmd = [sys.executable, "-m", "kubehpc.cli", "--home", str(home.root), "up", "--host", host]
     cmd += ["--port", str(port)]

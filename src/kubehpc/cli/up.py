@@ -39,7 +39,10 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--host", default=daemon.DEFAULT_HOST, help="address to listen on (default 127.0.0.1)")
     p.add_argument(
-        "--port", type=int, default=daemon.DEFAULT_PORT, help="port to listen on (default: any free)"
+        "--port",
+        type=int,
+        default=None,
+        help=f"port to listen on (default: {daemon.DEFAULT_PORT}, or any free port when that one is taken)",
     )
     p.set_defaults(run=run)
 
@@ -148,15 +151,16 @@ def run(session: Session, args: argparse.Namespace) -> int:
         _keep_cluster_file(home, args.cluster)
     if args.kueue_config:
         _keep_kueue_config(home, args.kueue_config)
+    port = daemon.choose_port(args.host, args.port)
     if args.detach:
-        pid = daemon.start_daemon(home, args.host, args.port)
+        pid = daemon.start_daemon(home, args.host, port)
         client = daemon.local_client(home)
         url = client.config.server if client is not None else "?"
         if client is not None:
             client.close()
         _print_ready(session, home, pid, url)
         return 0
-    return _run_foreground(session, home, args.host, args.port)
+    return _run_foreground(session, home, args.host, port)
 
 
 def _run_foreground(session: Session, home: Home, host: str, port: int) -> int:
