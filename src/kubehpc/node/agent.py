@@ -615,6 +615,10 @@ class NodeAgent:
             pod.last_status = comparable
         except NotFound:
             return
+        if pod.obj["metadata"].get("deletionTimestamp") and not pod.terminating:
+            # Deleted while we wrote: the watch events carrying the mark are no newer than the
+            # pod we now hold and will be dropped, so act on the mark we got back.
+            self._later(pod.uid, 0)
 
     def _release(self, pod: _Pod) -> None:
         """A finished pod: its processes are gone; drop their records (status is stored)."""
