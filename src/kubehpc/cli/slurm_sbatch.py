@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from kubehpc.api.errors import ApiError
+from kubehpc.api.errors import ApiError, NotFound
 from kubehpc.cli.session import CliError, Session
 from kubehpc.cli.slurm_common import mapping_for
 from kubehpc.slurm import translate
@@ -28,6 +28,8 @@ from kubehpc.slurm.jobids import allocate_ids
 from kubehpc.slurm.options import value_follows
 from kubehpc.slurm.request import JobRequest, SbatchError, Submission, build_request, parse_command_line
 from kubehpc.store.client import PatchType
+
+KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta2"
 
 DRY_RUN_ID = 1
 _OWN_FLAGS = ("--kubeconfig", "--context", "--home", "--namespace", "--mapping")
@@ -174,6 +176,20 @@ Job, and a headless Service for multi-node jobs) and prints "Submitted batch job
 """
 
 
+def _warn_if_no_queue(session: Session, client: Any, queue: str, namespace: str, partition: str) -> None:
+    """Slurm refuses a partition it does not know. Here a partition is a Kueue LocalQueue,
+    which may be made after the job, so the job is taken; but without this line it would sit
+    in squeue as pending with nothing saying why."""
+    try:
+        client.get(KUEUE_API_VERSION, "LocalQueue", queue, namespace)
+    except NotFound:
+        print(
+            f"sbatch: warning: partition {partition}: namespace {namespace} has no LocalQueue {queue}; "
+            "the job waits until one is made (sinfo lists the partitions)",
+            file=session.stderr,
+        )
+
+
 def run(session: Session, args: argparse.Namespace) -> int:
     if args.argv[:1] in (["--help"], ["-h"], ["--usage"]):
         session.stdout.write(USAGE)
@@ -200,6 +216,9 @@ def run(session: Session, args: argparse.Namespace) -> int:
     job_id = req.job_id or allocate_ids(client, req.array.count if req.array else 1)
     objs = translate.build_objects(req, job_id, mapping, namespace, now_iso)
     config_map, job, *rest = objs
+    queue = (job["metadata"].get("labels") or {}).get(translate.QUEUE_LABEL)
+    if queue:
+        _warn_if_no_queue(session, client, queue, namespace, req.partition)
     client.create(config_map)
     try:
         created = client.create(job)

@@ -24,6 +24,7 @@ from typing import Any
 
 from kubehpc.slurm import hostlist
 from kubehpc.slurm import translate as T
+from kubehpc.slurm.mapping import FALLBACK_PARTITION
 from kubehpc.slurm.specs import compress_ids, parse_array
 
 Obj = dict[str, Any]
@@ -173,7 +174,8 @@ def records_for(job: Obj, pods: list[Obj]) -> list[SlurmJob]:
         array_task=None,
         name=ann.get(T.ANN_JOB_NAME, meta.get("name", "")),
         user=ann.get(T.ANN_USER, ""),
-        partition=ann.get(T.ANN_PARTITION, ""),
+        # sbatch without -p (and no mapped default): the partition sinfo shows every node in.
+        partition=ann.get(T.ANN_PARTITION) or FALLBACK_PARTITION,
         account=ann.get(T.ANN_ACCOUNT, ""),
         qos=ann.get(T.ANN_QOS, ""),
         state="PENDING",

@@ -61,6 +61,11 @@ class LabelMapping(_Model):
     value: str = "true"
 
 
+# The partition sinfo shows for nodes without a partition label, and squeue/sacct for jobs
+# submitted without -p, when the mapping names no default partition.
+FALLBACK_PARTITION = "default"
+
+
 class SlurmMapping(_Model):
     api_version: Literal["kubehpc.io/v1alpha1"] = "kubehpc.io/v1alpha1"
     kind: Literal["SlurmMapping"] = "SlurmMapping"

@@ -15,7 +15,7 @@ from typing import Any
 
 from kubehpc.slurm import hostlist
 from kubehpc.slurm.columns import Column, percent_format, render
-from kubehpc.slurm.mapping import FEATURE_LABEL_PREFIX, GPU_TYPE_LABEL, SlurmMapping
+from kubehpc.slurm.mapping import FALLBACK_PARTITION, FEATURE_LABEL_PREFIX, GPU_TYPE_LABEL, SlurmMapping
 from kubehpc.slurm.timefmt import format_scontrol_time, format_time_limit
 
 Obj = dict[str, Any]
@@ -91,7 +91,7 @@ def node_records(
         for c in (p.get("spec") or {}).get("containers") or []:
             req = (c.get("resources") or {}).get("requests") or {}
             used[node] = used.get(node, 0) + _cpu_millis(req.get("cpu", 0))
-    default = mapping.default_partition or "default"
+    default = mapping.default_partition or FALLBACK_PARTITION
     out = []
     for n in nodes:
         meta = n.get("metadata") or {}
@@ -147,7 +147,7 @@ def partition_names(records: Sequence[NodeRecord], mapping: SlurmMapping) -> lis
 
 
 def groups(records: Sequence[NodeRecord], mapping: SlurmMapping, node_oriented: bool = False) -> list[Group]:
-    default = mapping.default_partition or "default"
+    default = mapping.default_partition or FALLBACK_PARTITION
     out: list[Group] = []
     for part in partition_names(records, mapping):
         members = [r for r in records if part in r.partitions]
@@ -249,7 +249,7 @@ def scontrol_node(r: NodeRecord) -> str:
 def scontrol_partition(name: str, records: Sequence[NodeRecord], mapping: SlurmMapping) -> str:
     members = [r for r in records if name in r.partitions]
     pm = mapping.partition(name)
-    default = name == (mapping.default_partition or "default")
+    default = name == (mapping.default_partition or FALLBACK_PARTITION)
     lines = [
         [f"PartitionName={name}"],
         ["AllowGroups=ALL", "AllowAccounts=ALL", "AllowQos=ALL"],
