@@ -109,7 +109,7 @@ def test_a_trace_without_a_machine_size_needs_procs(tmp_path: Path) -> None:
     (tmp_path / "t.swf").write_text("1 0 -1 10 1 -1 -1 1 10 -1 1 1 1 -1 1 -1 -1 -1\n")
     code, _, err = sim("--trace", str(tmp_path / "t.swf"))
     assert code == 1
-    assert "give --procs or --cluster" in err
+    assert "give --procs N (processors) or --cluster FILE" in err
 
 
 def test_an_unknown_trace_format_is_one_error_line(tmp_path: Path) -> None:

@@ -30,8 +30,15 @@ def capacity_from_procs(trace: Trace, procs: int) -> IntArray:
 
 def capacity_from_header(trace: Trace) -> IntArray:
     if trace.machine is None:
+        # SWF users know the MaxProcs header; a GPU trace user needs to hear "GPUs" instead.
+        missing = (
+            "its machine size (no MaxProcs header)"
+            if trace.resources == ("cpu",)
+            else f"how much {', '.join(trace.resources)} the cluster has"
+        )
+        unit = "GPUs" if trace.resources == (GPU,) else "processors"
         raise TraceError(
-            f"{trace.name}: the trace declares no machine size (MaxProcs): give --procs or --cluster"
+            f"{trace.name}: the trace does not say {missing}: give --procs N ({unit}) or --cluster FILE"
         )
     return trace.machine
 
