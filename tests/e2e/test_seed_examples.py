@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -304,3 +305,35 @@ def test_indexed_seed_job_completes_every_index(gpu_plane: Plane) -> None:
         assert logs == [f"evaluating point {i}" for i in range(6)]
     finally:
         gpu_plane.kubectl("delete", "-f", str(SEED / "indexed-job.yaml"))
+
+
+def test_kubectl_applies_the_seed_mpijob_as_written_with_a_warning_naming_the_rewrite(
+    gpu_plane: Plane,
+) -> None:
+    # The seed writes spec.worker / spec.launcher, which the MPI Operator's schema does not have:
+    # the API server reads them as mpiReplicaSpecs and says so in a Warning header kubectl prints.
+    result = subprocess.run(
+        [
+            KUBECTL,
+            "--cache-dir",
+            str(gpu_plane.home / "kubectl-cache"),
+            "apply",
+            "-f",
+            str(SEED / "mpijob.yaml"),
+        ],
+        env={**os.environ, "KUBECONFIG": str(gpu_plane.kubeconfig)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    try:
+        assert result.returncode == 0, result.stderr
+        assert (
+            "Warning: MPIJob:" in result.stderr
+            and "spec.worker -> spec.mpiReplicaSpecs.Worker" in result.stderr
+        )
+        stored = get_json(gpu_plane, "mpijob", "mpi-test")
+        assert set(stored["spec"]["mpiReplicaSpecs"]) == {"Launcher", "Worker"}
+        assert "worker" not in stored["spec"] and "launcher" not in stored["spec"]
+    finally:
+        gpu_plane.kubectl("delete", "-f", str(SEED / "mpijob.yaml"), "--wait=false", check=False)

@@ -45,6 +45,18 @@ def expand_shorthands(docs: list[Document]) -> list[str]:
     return warnings
 
 
+REQUEST = "request"
+
+
+def expand_request_shorthands(obj: dict[str, Any]) -> list[str]:
+    """The same rewrites for one object sent to the API server (``kubectl apply`` / ``create``):
+    those that need no other document of a file. The warnings go back to the client as
+    ``Warning`` headers, which kubectl prints."""
+    warnings = expand_shorthands([Document(REQUEST, 0, obj)])
+    prefix = f"{REQUEST} doc 0: "
+    return [w.removeprefix(prefix) for w in warnings]
+
+
 def _open_to_all_namespaces(doc: Document) -> list[str]:
     """In Kueue a ClusterQueue without ``namespaceSelector`` admits no namespace at all. A queue
     written in the abbreviated style above never meant that (its LocalQueue would wait forever),

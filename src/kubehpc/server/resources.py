@@ -22,6 +22,7 @@ from kubehpc.api.errors import (
     UnsupportedMediaType,
 )
 from kubehpc.api.registry import FieldValidation, ResourceType, VersionSpec
+from kubehpc.api.shorthands import expand_request_shorthands
 from kubehpc.server import logs
 from kubehpc.server.http import (
     dumps,
@@ -265,16 +266,20 @@ class ResourceHandlers:
 
     async def create(self, request: Request, t: Target) -> Response:
         obj = await self._body_object(request, t)
+        # Manifests copied from articles (the seed's MPIJob, its abbreviated ClusterQueues) run
+        # as written through kubectl too, with a warning naming each rewrite.
+        read_as = expand_request_shorthands(obj)
         options = self._write_options(request)
         stored, warnings = self._write("create", options, obj)
-        return self._written(request, stored, warnings, 201)
+        return self._written(request, stored, read_as + warnings, 201)
 
     async def update(self, request: Request, t: Target) -> Response:
         obj = await self._body_object(request, t)
+        read_as = [] if t.subresource else expand_request_shorthands(obj)
         options = self._write_options(request)
         method = "update_status" if t.subresource == "status" else "update"
         stored, warnings = self._write(method, options, obj)
-        return self._written(request, stored, warnings, 200)
+        return self._written(request, stored, read_as + warnings, 200)
 
     async def patch(self, request: Request, t: Target) -> Response:
         assert t.name is not None
