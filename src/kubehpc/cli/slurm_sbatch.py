@@ -21,8 +21,10 @@ from typing import Any
 import yaml
 
 from kubehpc.api.errors import ApiError, NotFound
+from kubehpc.api.quantity import resource_units
 from kubehpc.cli.session import CliError, Session
 from kubehpc.cli.slurm_common import mapping_for
+from kubehpc.sched.podspec import pod_requests
 from kubehpc.slurm import translate
 from kubehpc.slurm.jobids import allocate_ids
 from kubehpc.slurm.options import value_follows
@@ -190,6 +192,30 @@ def _warn_if_no_queue(session: Session, client: Any, queue: str, namespace: str,
         )
 
 
+def _unsatisfiable(client: Any, job: dict[str, Any]) -> str:
+    """Why no node could ever hold one of the job's pods, or "" — Slurm refuses such a job at
+    submit instead of leaving it pending for ever. No nodes at all (not registered yet) refuses
+    nothing. The node count is not checked: on one machine, a job's pods share its one node."""
+    try:
+        nodes = client.list("v1", "Node").items
+    except ApiError:
+        return ""
+    if not nodes:
+        return ""
+    wanted = pod_requests(job["spec"]["template"]["spec"])
+    most: dict[str, int] = {}
+    for node in nodes:
+        allocatable = (node.get("status") or {}).get("allocatable") or {}
+        have = {r: resource_units(r, allocatable[r]) for r in wanted if r in allocatable}
+        for r in wanted:
+            most[r] = max(most.get(r, 0), have.get(r, 0))
+    short = [r for r, amount in sorted(wanted.items()) if most.get(r, 0) < amount]
+    if short:
+        r = short[0]
+        return f"each node needs {wanted[r]} {r}, the most any node has is {most.get(r, 0)}"
+    return ""
+
+
 def run(session: Session, args: argparse.Namespace) -> int:
     if args.argv[:1] in (["--help"], ["-h"], ["--usage"]):
         session.stdout.write(USAGE)
@@ -216,6 +242,10 @@ def run(session: Session, args: argparse.Namespace) -> int:
     job_id = req.job_id or allocate_ids(client, req.array.count if req.array else 1)
     objs = translate.build_objects(req, job_id, mapping, namespace, now_iso)
     config_map, job, *rest = objs
+    why = _unsatisfiable(client, job)
+    if why:
+        # Slurm's own words first, so scripts that grep for them keep working.
+        raise CliError(f"Batch job submission failed: Requested node configuration is not available: {why}")
     queue = (job["metadata"].get("labels") or {}).get(translate.QUEUE_LABEL)
     if queue:
         _warn_if_no_queue(session, client, queue, namespace, req.partition)
