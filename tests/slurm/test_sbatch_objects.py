@@ -398,3 +398,7 @@ def test_recorded_options_are_kept_on_the_job() -> None:
 def test_arrays_of_multi_node_jobs_are_refused_clearly() -> None:
     with pytest.raises(SbatchError, match="arrays of multi-node jobs"):
         submit(script("-N 2", "-a 1-3"))
+
+
+def test_a_job_without_a_partition_runs_in_the_default_one_as_its_environment_says() -> None:
+    assert env(submit(script("-n 2")))["SLURM_JOB_PARTITION"] == "default"

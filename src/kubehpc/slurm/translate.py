@@ -33,7 +33,7 @@ from datetime import UTC
 from typing import Any
 
 from kubehpc.slurm import hostlist
-from kubehpc.slurm.mapping import SlurmMapping
+from kubehpc.slurm.mapping import FALLBACK_PARTITION, SlurmMapping
 from kubehpc.slurm.request import JobRequest
 from kubehpc.slurm.runner import RUNNER, RUNNER_KEY, SCRIPT_KEY, array_runs, expand_pattern
 from kubehpc.slurm.specs import mb_quantity
@@ -156,8 +156,8 @@ def slurm_environment(req: JobRequest, job_id: int, mapping: SlurmMapping) -> di
     if "ntasks" in req.given or "ntasks-per-node" in req.given:
         # As sbatch: only a job that asked for a task count gets one in its environment.
         env["SLURM_NTASKS"] = env["SLURM_NPROCS"] = str(req.ntasks)
-    if req.partition:
-        env["SLURM_JOB_PARTITION"] = req.partition
+    # Slurm always says which partition the job runs in: without -p, the default one.
+    env["SLURM_JOB_PARTITION"] = req.partition or mapping.default_partition or FALLBACK_PARTITION
     if req.account:
         env["SLURM_JOB_ACCOUNT"] = req.account
     if req.qos:
