@@ -41,6 +41,7 @@ from kubehpc.node.agent import NodeAgent
 from kubehpc.node.nvml import host_facts
 from kubehpc.runtime.mpi import mpijob_controller
 from kubehpc.sched.admission import AdmissionConfig
+from kubehpc.slurm.allocation import record_allocations
 from kubehpc.slurm.deps import reconcile_holds
 from kubehpc.store.admission import AdmissionHook
 from kubehpc.store.home import Home
@@ -141,10 +142,12 @@ class ControlPlane:
     def _release_slurm_holds(self, stop: threading.Event) -> None:
         """Release sbatch jobs whose --dependency or --begin is satisfied (and cancel those whose
         dependency can no longer be), checked every SLURM_HOLD_PERIOD_S, as slurmctld checks
-        its pending jobs periodically."""
+        its pending jobs periodically; and record the nodes of multi-node jobs that got them."""
         while not stop.wait(SLURM_HOLD_PERIOD_S):
             for action in reconcile_holds(self.store, time.time(), kueue_manages=True):
                 log.info("slurm: %s", action)
+            for action in record_allocations(self.store):
+                log.debug("slurm: %s", action)
 
     def start(self) -> ControlPlane:
         for name, loop in self.controllers().items():

@@ -202,6 +202,9 @@ def records_for(job: Obj, pods: list[Obj]) -> list[SlurmJob]:
         return _array_records(base, job, pods, ann, conds, cancelled)
     live = [p for p in pods if _pod_live(p)]
     base.node_names = [p["spec"]["nodeName"] for p in pods if (p.get("spec") or {}).get("nodeName")]
+    if ann.get(T.ANN_ALLOCATED_NODES):
+        # The allocation as recorded once every pod was bound: the pods may be gone since.
+        base.node_names = str(ann[T.ANN_ALLOCATED_NODES]).split(",")
     first = next((p for p in pods if pod_index(p) == 0 and _terminated(p)), None)
     pod_end = None
     if first is not None:
