@@ -8,52 +8,74 @@ before or after the verb, as kubectl allows.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 from typing import IO
 
 from kubehpc.api.errors import ApiError
-from kubehpc.cli import (
-    apply,
-    controller,
-    daemon,
-    delete,
-    describe,
-    down,
-    events,
-    get,
-    logs,
-    node,
-    sim,
-    slurm_import,
-    slurm_sbatch,
-    slurm_views,
-    up,
-    version,
-    wait,
-)
+from kubehpc.cli.daemon import DaemonError
 from kubehpc.cli.session import CliError, Session
 from kubehpc.kube.kubeconfig import KubeconfigError
 from kubehpc.kube.rest import ConnectionFailed
 
-COMMANDS = (
-    up,
-    down,
-    apply,
-    get,
-    describe,
-    delete,
-    logs,
-    events,
-    wait,
-    version,
-    slurm_sbatch,
-    slurm_views,
-    slurm_import,
-    sim,
-    controller,
-    node,
-)
+VERBS: dict[str, str] = {
+    "up": "up",
+    "down": "down",
+    "apply": "apply",
+    "get": "get",
+    "describe": "describe",
+    "delete": "delete",
+    "logs": "logs",
+    "events": "events",
+    "wait": "wait",
+    "version": "version",
+    "sbatch": "slurm_sbatch",
+    "squeue": "slurm_views",
+    "sinfo": "slurm_views",
+    "sacct": "slurm_views",
+    "scontrol": "slurm_views",
+    "scancel": "slurm_views",
+    "import": "slurm_import",
+    "sim": "sim",
+    "controller": "controller",
+    "node": "node",
+}
+"""Each verb and the module (under kubehpc.cli) that adds its parser, in ``--help`` order. A
+module is imported only when its verb is the one run: importing them all costs a command
+like ``kubehpc controller`` more start-up than the scheduler itself (the simulator, Slurm's
+views, the embedded plane's launcher)."""
+TOP_LEVEL_VALUED = ("--kubeconfig", "--context", "--home", "-n", "--namespace")
+"""Flags of the top-level parser that take a value: a verb's name is never one of those values."""
+
+
+def verb_of(argv: Sequence[str]) -> str | None:
+    """The verb in ``argv`` (its first positional word, past the shared flags), or None."""
+    tokens = iter(argv)
+    for token in tokens:
+        if token == "--":
+            return next(tokens, None)
+        if token in ("-h", "--help"):
+            return None  # the top-level help, which lists every verb
+        if token in TOP_LEVEL_VALUED or (
+            # argparse takes unambiguous abbreviations (--kube FILE) as the flag itself
+            token.startswith("--") and "=" not in token and any(f.startswith(token) for f in TOP_LEVEL_VALUED)
+        ):
+            next(tokens, None)  # its value
+            continue
+        if token.startswith("-"):
+            continue  # --flag=value, -nVALUE, or a flag without a value (--help)
+        return token
+    return None
+
+
+def verb_modules(argv: Sequence[str] | None = None) -> list[ModuleType]:
+    """The verb modules a parser for ``argv`` needs: the one verb named there, or every verb
+    (no argv, no verb, an unknown one: help and errors then list them all)."""
+    verb = verb_of(argv) if argv is not None else None
+    names = [VERBS[verb]] if verb in VERBS else list(dict.fromkeys(VERBS.values()))
+    return [importlib.import_module(f"kubehpc.cli.{name}") for name in names]
 
 
 def _add_common(parser: argparse.ArgumentParser, suppress: bool) -> None:
@@ -70,7 +92,8 @@ def _add_common(parser: argparse.ArgumentParser, suppress: bool) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser for ``argv`` (only its verb's arguments added; all verbs without ``argv``)."""
     parser = argparse.ArgumentParser(
         prog="kubehpc", description="HPC and AI batch scheduling the Kubernetes way."
     )
@@ -78,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     _add_common(common, suppress=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in COMMANDS:
+    for module in verb_modules(argv):
         module.add_parser(sub, common)
     return parser
 
@@ -95,7 +118,8 @@ def main(
     stdin: IO[str] | None = None,
 ) -> int:
     out, errs = stdout or sys.stdout, stderr or sys.stderr
-    args = build_parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(words).parse_args(words)
     session = Session(args, stdin=stdin or sys.stdin, stdout=out, stderr=errs)
     try:
         return int(args.run(session, args) or 0)
@@ -103,7 +127,7 @@ def main(
         print(f"error: {exc.message}", file=errs)
     except ApiError as exc:
         print(error_line(exc), file=errs)
-    except (CliError, KubeconfigError, daemon.DaemonError) as exc:
+    except (CliError, KubeconfigError, DaemonError) as exc:
         print(f"error: {exc}", file=errs)
         return getattr(exc, "exit_code", 1)
     except KeyboardInterrupt:
