@@ -17,6 +17,9 @@ so schedulers are compared, not client throttles. Last line:
 
 Targets: kubehpc >= 2x kube-scheduler's pods/s, <= 1/20 of its scheduler CPU per pod.
 ``--profile FILE`` samples kubehpc's process with py-spy (GIL-holding samples, collapsed stacks).
+``--baseline SRC`` also runs kubehpc from another source tree (e.g. a copy of an earlier
+commit's ``src/``) as ``kubehpc-baseline``, so a change is measured against what it replaces
+in the same run; its figures join the last line.
 """
 
 from __future__ import annotations
@@ -27,24 +30,29 @@ import json
 import os
 import signal
 import socket
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kubehpc.api.errors import AlreadyExists, ApiError
 from kubehpc.kube.kubeconfig import load_client_config
 from kubehpc.kube.rest import RestClient
 from kubehpc.store.client import ListOptions
 
+if TYPE_CHECKING:
+    import subprocess
+
 REPO = Path(__file__).resolve().parents[1]
 TESTENV = REPO / "scripts" / "k8s-testenv"
 TICK = os.sysconf("SC_CLK_TCK")
-SCHEDULERS = {"kube-scheduler": "default-scheduler", "kubehpc": "kubehpc"}
+SCHEDULERS = {"kube-scheduler": "default-scheduler", "kubehpc": "kubehpc", "kubehpc-baseline": "kubehpc"}
+"""``kubehpc-baseline`` is kubehpc from another source tree (``--baseline SRC``), measured in the
+same run as the code under test."""
+PROFILE_RATE = 1000
+"""py-spy samples per second: its default (100) leaves a few hundred samples of a run."""
 
 
 def cpu_seconds(pid: int) -> float:
@@ -195,8 +203,16 @@ def kube_scheduler_decision_s(port: int) -> float:
 
 
 def run_one(
-    which: str, env: Path, client: RestClient, pods: int, timeout_s: float, profile: str = ""
+    which: str,
+    env: Path,
+    client: RestClient,
+    pods: int,
+    timeout_s: float,
+    profile: str = "",
+    baseline: str = "",
 ) -> Result:
+    import subprocess  # as urllib below: only the benchmark's own process needs it
+
     namespace = f"bench-{which}"
     try:
         client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
@@ -221,7 +237,7 @@ def run_one(
         ]  # fmt: skip
     else:
         cmd = [sys.executable, __file__, "--kubehpc-child", str(env / "kubeconfig"), str(stats)]
-        if profile:
+        if profile and which == "kubehpc":
             # Sampled from outside (py-spy), so the CPU figures stay the scheduler's own.
             spy = str(Path(sys.executable).with_name("py-spy"))
             if not Path(spy).exists():
@@ -232,6 +248,8 @@ def run_one(
                 "--nonblocking",
                 "--gil",
                 "--threads",
+                "--rate",
+                str(PROFILE_RATE),
                 "--format",
                 "raw",
                 "-o",
@@ -241,8 +259,11 @@ def run_one(
             ]
     api0, etcd0 = cpu_seconds(api_pid), cpu_seconds(etcd_pid)
     start = time.monotonic()
+    child_env = None
+    if which == "kubehpc-baseline":
+        child_env = {**os.environ, "PYTHONPATH": baseline}
     with open(env / f"{which}.log", "wb") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=child_env)
     pid = proc.pid
     if profile and which == "kubehpc":
         pid = child_of(proc)
@@ -266,11 +287,11 @@ def run_one(
         os.kill(pid, signal.SIGTERM)
         proc.wait(60)
         watch.stop()
-    if which == "kubehpc":
+    if which != "kube-scheduler":
         child = json.loads(stats.read_text())
         decide_s = float(child["decide_s"])
         print(
-            f"kubehpc: user_s={child['user_s']:.2f} system_s={child['system_s']:.2f} "
+            f"{which}: user_s={child['user_s']:.2f} system_s={child['system_s']:.2f} "
             f"gc_s={[round(s, 3) for s in child['gc_s']]} gc_runs={child['gc_runs']}",
             flush=True,
         )
@@ -366,14 +387,27 @@ def delete_pods(client: RestClient, namespace: str) -> None:
 
 
 def main() -> None:
+    import subprocess
+    import tempfile
+
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pods", type=int, default=10000)
-    parser.add_argument("--order", default="kube-scheduler,kubehpc", help="schedulers, in the order run")
+    parser.add_argument(
+        "--order",
+        default="kube-scheduler,kubehpc",
+        help="schedulers, in the order run (and kubehpc-baseline)",
+    )
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds one drain may take")
     parser.add_argument("--profile", default="", help="py-spy the kubehpc process into this file")
+    parser.add_argument(
+        "--baseline",
+        default="",
+        metavar="SRC",
+        help="also run kubehpc from this source tree (a copy's src/) as kubehpc-baseline, after the others",
+    )
     parser.add_argument("--kubehpc-child", nargs=2, metavar=("KUBECONFIG", "STATS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.kubehpc_child:
@@ -384,6 +418,17 @@ def main() -> None:
     # An installed kubehpc has its bytecode compiled (pip does it); a checkout run with
     # PYTHONDONTWRITEBYTECODE would otherwise compile every module it imports at each start.
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "src" / "kubehpc")], check=True)
+    order = args.order.split(",")
+    baseline = ""
+    if args.baseline:
+        baseline = str(Path(args.baseline).resolve())
+        if not Path(baseline, "kubehpc", "__init__.py").exists():
+            raise SystemExit(f"--baseline {baseline}: no kubehpc package there")
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(baseline, "kubehpc"))], check=True)
+        if "kubehpc-baseline" not in order:
+            order.append("kubehpc-baseline")
+    elif "kubehpc-baseline" in order:
+        raise SystemExit("--order names kubehpc-baseline: give its source tree with --baseline SRC")
     env = Path(tempfile.mkdtemp(prefix="cluster-sched-"))
     flags = "--delete-collection-workers=8 --max-requests-inflight=1000 --max-mutating-requests-inflight=500"
     subprocess.run(
@@ -396,8 +441,8 @@ def main() -> None:
         made = create_all(client, [node(i) for i in range(args.nodes)])
         print(f"{args.nodes} fake nodes created in {made:.1f}s", flush=True)
         results: dict[str, Result] = {}
-        for which in args.order.split(","):
-            results[which] = run_one(which, env, client, args.pods, args.timeout, args.profile)
+        for which in order:
+            results[which] = run_one(which, env, client, args.pods, args.timeout, args.profile, baseline)
             print(results[which].line(args.pods), flush=True)
             delete_pods(client, f"bench-{which}")
         print(f"load: {Path('/proc/loadavg').read_text().strip()}")
@@ -411,6 +456,10 @@ def main() -> None:
             figures.append(f"kubehpc_cpu_ms_per_pod={1000 * kh.scheduler_cpu_s / args.pods:.3f}")
         if ks is not None:
             figures.append(f"kube_scheduler_cpu_ms_per_pod={1000 * ks.scheduler_cpu_s / args.pods:.3f}")
+        base = results.get("kubehpc-baseline")
+        if base is not None:
+            figures.append(f"kubehpc_baseline_pods_per_s={base.pods_per_s:.1f}")
+            figures.append(f"kubehpc_baseline_cpu_ms_per_pod={1000 * base.scheduler_cpu_s / args.pods:.3f}")
         print(" ".join(figures))
     finally:
         subprocess.run([str(TESTENV), "stop", str(env)], check=False)

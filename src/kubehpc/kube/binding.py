@@ -18,8 +18,7 @@ import logging
 import queue
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
@@ -29,6 +28,9 @@ from kubehpc.controllers.scheduling.informer import Event
 from kubehpc.kube.pipeline import Done, Pipeline
 from kubehpc.kube.rest import RestClient
 from kubehpc.store.client import Client, Obj, WriteOptions
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 log = logging.getLogger(__name__)
 BIND_FAILED = "BindFailed"

@@ -14,8 +14,7 @@ own kinds; all gate state is touched only on the scheduler's own thread.
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from kubehpc.controllers.scheduler import Scheduler, SchedulerOptions
 from kubehpc.controllers.scheduling.cache import pod_key
@@ -33,6 +32,9 @@ from kubehpc.kube.pipeline import Pipeline
 from kubehpc.kube.rest import RestClient
 from kubehpc.kube.wire import BUSY_S
 from kubehpc.store.client import Client
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 Obj = dict[str, Any]
 
@@ -62,6 +64,9 @@ class GatedScheduler(Scheduler):
                 self._pipeline = Pipeline(client, connections=writers)
                 writes = PipelinedWrites(client, self._pipeline)
             else:
+                # Imported here: a real API server (the case that counts) never needs the pool.
+                from concurrent.futures import ThreadPoolExecutor
+
                 self._pool = ThreadPoolExecutor(max_workers=writers, thread_name_prefix="bind")
                 writes = PoolWrites(client, self._pool)
             names = (options or SchedulerOptions()).scheduler_names

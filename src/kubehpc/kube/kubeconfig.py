@@ -19,7 +19,6 @@ import base64
 import binascii
 import os
 import ssl
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -159,6 +158,10 @@ class ClientConfig:
 
 
 def _private_temp_file(data: bytes) -> str:
+    # Imported here: tempfile brings shutil, random and the compression modules, start-up
+    # time the scheduler pays for nothing when its kubeconfig holds a token or file paths.
+    import tempfile
+
     fd, path = tempfile.mkstemp(prefix="kubehpc-", suffix=".pem")
     with os.fdopen(fd, "wb") as fh:
         fh.write(data)

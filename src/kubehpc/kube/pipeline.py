@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import logging
 import queue
-import socket
 import threading
 import time
 from collections.abc import Callable
 
 from kubehpc.api.errors import ApiError
 from kubehpc.kube.rest import ConnectionFailed, RestClient
-from kubehpc.kube.wire import WRITES_BUSY_S, Reader, Target, error_of
+from kubehpc.kube.wire import WRITES_BUSY_S, Reader, Stream, Target, error_of
 
 log = logging.getLogger(__name__)
 Done = Callable[[ApiError | None], None]
@@ -57,6 +56,8 @@ class Pipeline:
         self.idle_s = idle_s
         """A connection idle this long is replaced before use, so a server's idle close never
         races with a batch."""
+        self._heads: dict[str, bytes] = {}
+        """Per path, a POST's head up to the value of its Content-Length."""
         self._queue: queue.SimpleQueue[_Post | None] = queue.SimpleQueue()
         self._closed = False
         self._threads = [
@@ -70,7 +71,12 @@ class Pipeline:
         if self._closed:
             done(ConnectionFailed("the scheduler's writer is closed"))
             return
-        self._queue.put(_Post(self.target.request("POST", path, body), done))
+        head = self._heads.get(path)
+        if head is None:
+            # Every write goes to one of a few paths: its request line and headers are made
+            # once, only the length is written per request.
+            head = self._heads[path] = self.target.post_head(path)
+        self._queue.put(_Post(b"%s%d\r\n\r\n%s" % (head, len(body), body), done))
 
     def close(self, timeout: float = 10.0) -> None:
         """Write what is queued, then stop the connection threads."""
@@ -168,7 +174,7 @@ def _call(done: Done, error: ApiError | None) -> None:
 
 
 class _Connection:
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: Stream) -> None:
         self.sock = sock
         self.reader = Reader(sock, coalesce_s=WRITES_BUSY_S)
         self.used = time.monotonic()

@@ -28,7 +28,7 @@ import orjson
 from kubehpc.api.errors import ApiError, NotFound, ServiceUnavailable
 from kubehpc.kube.kubeconfig import ClientConfig
 from kubehpc.kube.ratelimit import TokenBucket
-from kubehpc.kube.wire import BUSY_S, Head, Reader, Target, error_of, send_get
+from kubehpc.kube.wire import BUSY_S, Head, Reader, Stream, Target, error_of, send_get
 from kubehpc.store.client import (
     DeleteOptions,
     ListOptions,
@@ -219,7 +219,7 @@ class StreamWatch(RestWatch):
     into lines and decoded by orjson, without a general client's per-chunk machinery — the
     scheduler reads one event per pod it binds."""
 
-    def __init__(self, sock: socket.socket, reader: Reader, head: Head) -> None:
+    def __init__(self, sock: Stream, reader: Reader, head: Head) -> None:
         self._sock = sock
         self._reader = reader
         self._head = head

@@ -30,8 +30,21 @@ class BindMode(enum.StrEnum):
     AUTO = "Auto"  # Binding, falling back to Patch once the store says it has no such kind
 
 
+_last_stamp: tuple[int, str] = (-1, "")
+
+
 def rfc3339(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """``seconds`` as RFC 3339 to the whole second, as Kubernetes writes timestamps. Formatted
+    once per second: draining a backlog writes an Event per pod, thousands within one second,
+    and formatting each took more than building the Event."""
+    global _last_stamp
+    whole = int(seconds // 1)
+    cached = _last_stamp  # one read: another thread may replace it meanwhile, never tear it
+    if cached[0] == whole:
+        return cached[1]
+    stamp = datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    _last_stamp = (whole, stamp)
+    return stamp
 
 
 def device_annotations(devices: Devices) -> dict[str, str]:

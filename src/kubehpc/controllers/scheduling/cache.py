@@ -50,13 +50,28 @@ def _epoch(timestamp: str) -> float:
         return 0.0
 
 
+_UNITS: dict[tuple[str, str], int | None] = {}
+"""Amounts read so far, by resource and quantity string (None: unreadable): a cluster's nodes
+repeat a handful of amounts, and reading one (a Fraction) costs more than the node's entry."""
+
+
 def _units(resources: Mapping[str, Any]) -> dict[str, int]:
     out: dict[str, int] = {}
     for name, value in resources.items():
-        try:
-            out[str(name)] = resource_units(str(name), value)
-        except ValueError:
-            continue  # an unreadable amount offers nothing; the node agent reports it
+        name = str(name)
+        key = (name, value) if isinstance(value, str) else None
+        units = _UNITS.get(key, False) if key is not None else False
+        if units is False:
+            try:
+                units = resource_units(name, value)
+            except ValueError:
+                units = None  # an unreadable amount offers nothing; the node agent reports it
+            if key is not None:
+                if len(_UNITS) >= 4096:
+                    _UNITS.clear()  # bounded: amounts that differ per node do not pile up
+                _UNITS[key] = units
+        if units is not None:
+            out[name] = units
     return out
 
 
