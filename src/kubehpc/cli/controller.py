@@ -35,6 +35,13 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         help=f"comma-separated subset of {','.join(COMPONENTS)} (default: all), plus on request "
         f"{','.join(OPTIONAL_COMPONENTS)} (the MPI Operator's and KubeRay's controllers)",
     )
+    p.add_argument(
+        "--kueue-config",
+        default="",
+        metavar="FILE",
+        help="Kueue's Configuration (config.kueue.x-k8s.io, or the kueue-manager-config ConfigMap "
+        "holding it): fairSharing is honoured",
+    )
     p.add_argument("--no-install-crds", action="store_true", help="do not install the CRDs")
     p.add_argument("--leader-elect", default="true", choices=("true", "false"), help="elect a leader")
     p.add_argument("--lease-namespace", default="kube-system")
@@ -44,6 +51,18 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def options(args: argparse.Namespace) -> ClusterOptions:
+    kueue_config = None
+    if args.kueue_config:
+        from kubehpc.controllers.kueue.configuration import (
+            ConfigurationError,
+            admission_config,
+            read_configuration,
+        )
+
+        try:
+            kueue_config = admission_config(read_configuration(args.kueue_config))
+        except ConfigurationError as exc:
+            raise CliError(f"--kueue-config {exc}") from None
     try:
         lease = LeaseConfig(
             name=args.lease_name, namespace=args.lease_namespace, identity=args.identity or default_identity()
@@ -54,6 +73,7 @@ def options(args: argparse.Namespace) -> ClusterOptions:
             install_crds=not args.no_install_crds,
             leader_elect=args.leader_elect == "true",
             lease=lease,
+            kueue_config=kueue_config,
         )
     except ValueError as err:
         raise CliError(str(err)) from None

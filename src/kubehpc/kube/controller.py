@@ -37,6 +37,7 @@ from kubehpc.store.client import Client
 
 if TYPE_CHECKING:
     from kubehpc.api.registry import Registry
+    from kubehpc.sched.admission import AdmissionConfig
 
 log = logging.getLogger(__name__)
 SCHEDULER_NAME = "kubehpc"
@@ -69,6 +70,8 @@ class ClusterOptions:
     retry_initial_s: float = 1.0
     retry_max_s: float = 30.0
     bind_writers: int = 8
+    kueue_config: AdmissionConfig | None = None
+    """From Kueue's Configuration (``--kueue-config``): fair sharing; None is Kueue's defaults."""
     """Connections the Bindings and Events are pipelined on (:mod:`kubehpc.kube.pipeline`; for
     a Client that is not a RestClient, threads writing them)."""
 
@@ -172,7 +175,10 @@ class ClusterController:
 
             integrations = (gatedjob.integration(self.client),)
             loops["kueue-job-reconciler"] = JobReconciler(self.client, integrations).run
-            loops["kueue-admission"] = AdmissionLoop(self.client, AdmissionOptions(batch_s=0.2)).run
+            from kubehpc.sched.admission import AdmissionConfig
+
+            config = self.options.kueue_config or AdmissionConfig()
+            loops["kueue-admission"] = AdmissionLoop(self.client, AdmissionOptions(config, batch_s=0.2)).run
         if "mpijob" in self.options.components:
             from kubehpc.controllers.mpijob import MPIJobController
 
