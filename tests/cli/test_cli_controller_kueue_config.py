@@ -3,6 +3,7 @@ admission loop in cluster mode too; a setting kubehpc does not carry out stops i
 
 from __future__ import annotations
 
+import argparse
 import io
 from pathlib import Path
 
@@ -17,7 +18,7 @@ fairSharing:
 """
 
 
-def parsed(*argv: str) -> object:
+def parsed(*argv: str) -> argparse.Namespace:
     words = ["controller", "--kubeconfig", "/nonexistent", *argv]
     return build_parser(words).parse_args(words)
 
@@ -25,12 +26,12 @@ def parsed(*argv: str) -> object:
 def test_the_configurations_fair_sharing_reaches_the_cluster_admission_loop(tmp_path: Path) -> None:
     path = tmp_path / "kueue.yaml"
     path.write_text(CONFIG)
-    config = options(parsed("--kueue-config", str(path))).kueue_config  # type: ignore[arg-type]
+    config = options(parsed("--kueue-config", str(path))).kueue_config
     assert config is not None and config.fair_sharing is True
 
 
 def test_without_a_configuration_the_admission_loop_keeps_kueues_defaults() -> None:
-    assert options(parsed()).kueue_config is None  # type: ignore[arg-type]
+    assert options(parsed()).kueue_config is None
 
 
 def test_a_setting_not_carried_out_stops_the_controller_before_it_connects(tmp_path: Path) -> None:
