@@ -9,6 +9,7 @@ stepped by hand, so nothing runs in the background and no process starts."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,18 +17,16 @@ from typing import Any
 import pytest
 from mpijobkit import NS, manifest
 
-from kubehpc.api.kinds import build_registry
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "volcano"))
+from volcanogangkit import SCHED, GangPlane
+from volcanogangkit import capped_queue as queue
+
 from kubehpc.controllers.job import JobController
 from kubehpc.controllers.mpijob import Embedded, HostCheck, MPIJobController
 from kubehpc.controllers.mpijob import objects as O
-from kubehpc.controllers.scheduler import Scheduler, SchedulerOptions
-from kubehpc.controllers.scheduling.gangs import SERVED_SCHEDULERS
-from kubehpc.controllers.volcano import VolcanoQueueController
 from kubehpc.store.client import ListOptions
-from kubehpc.store.store import Store
 
 Obj = dict[str, Any]
-SCHED = "scheduling.volcano.sh/v1beta1"
 
 
 def gang_job(name: str, queue: str, workers: int = 2, **policy: Any) -> Obj:
@@ -40,53 +39,24 @@ def gang_job(name: str, queue: str, workers: int = 2, **policy: Any) -> Obj:
     return job
 
 
-def queue(name: str, cpu: str, state: str = "Open") -> Obj:
-    return {
-        "apiVersion": SCHED,
-        "kind": "Queue",
-        "metadata": {"name": name},
-        "spec": {"weight": 1, "capability": {"cpu": cpu, "memory": "64Gi"}},
-        "status": {"state": state},
-    }
-
-
-class Plane:
+class Plane(GangPlane):
     def __init__(self, tmp: Path) -> None:
-        self.store = Store(build_registry(), None)
-        node = self.store.create(
-            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-0"}, "spec": {}}
-        )
-        allocatable = {"cpu": "8", "memory": "64Gi", "pods": "110"}
-        node["status"] = {"allocatable": allocatable, "capacity": allocatable}
-        self.store.update_status(node)
+        super().__init__(self._reconcile)
         self.mpi = MPIJobController(
             self.store,
             embedded=Embedded(str(tmp / "kubehpc-launch")),
             host=HostCheck(lambda prog, path: f"/usr/bin/{prog}", "/usr/bin"),
         )
         self.jobs = JobController(self.store)
-        self.queues = VolcanoQueueController(self.store)
-        self.queues.ensure_default_queue()
-        self.scheduler = Scheduler(self.store, SchedulerOptions(scheduler_names=SERVED_SCHEDULERS))
-        self.scheduler.start(run_loop=False)
 
-    def add_queue(self, obj: Obj) -> None:
-        created = self.store.create({k: v for k, v in obj.items() if k != "status"})
-        created["status"] = obj["status"]
-        self.store.update_status(created)
+    def _reconcile(self) -> None:
+        for job in self.store.list(O.API_VERSION, O.KIND).items:
+            self.mpi.reconcile(NS, job["metadata"]["name"])
+        for launcher in self.store.list("batch/v1", "Job").items:
+            self.jobs.reconcile(NS, launcher["metadata"]["name"])
 
     def apply(self, job: Obj) -> None:
         self.store.create(job)
-
-    def settle(self, rounds: int = 6) -> None:
-        for _ in range(rounds):
-            for job in self.store.list(O.API_VERSION, O.KIND).items:
-                self.mpi.reconcile(NS, job["metadata"]["name"])
-            for launcher in self.store.list("batch/v1", "Job").items:
-                self.jobs.reconcile(NS, launcher["metadata"]["name"])
-            self.queues.cycle()
-            self.scheduler.step(timeout=0.2)
-            self.scheduler.cache.unpark_all()  # retry parked pods now, not after the flush period
 
     def pods(self, job: str) -> list[Obj]:
         """Workers and the launcher's pod: both carry the operator's job-name label."""

@@ -8,24 +8,24 @@ hand, so nothing runs in the background and no pod starts."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from raykit import NS, RAY, cluster_spec, node_template, raycluster, worker_group
 
-from kubehpc.api.kinds import build_registry
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "volcano"))
+from volcanogangkit import SCHED, GangPlane
+from volcanogangkit import capped_queue as queue
+
 from kubehpc.controllers.ray import volcano as V
 from kubehpc.controllers.ray.cluster import RayClusterController
 from kubehpc.controllers.ray.rayjob import RayJobController
-from kubehpc.controllers.scheduler import Scheduler, SchedulerOptions
-from kubehpc.controllers.scheduling.gangs import SERVED_SCHEDULERS
-from kubehpc.controllers.volcano import VolcanoQueueController
 from kubehpc.store.client import ListOptions
-from kubehpc.store.store import Store
 
 Obj = dict[str, Any]
-SCHED = "scheduling.volcano.sh/v1beta1"
 
 
 def volcano_cluster(name: str, queue: str, *, workers: int = 2, hosts: int = 1, **labels: str) -> Obj:
@@ -43,43 +43,14 @@ def volcano_cluster(name: str, queue: str, *, workers: int = 2, hosts: int = 1, 
     return obj
 
 
-def queue(name: str, cpu: str, state: str = "Open") -> Obj:
-    return {
-        "apiVersion": SCHED,
-        "kind": "Queue",
-        "metadata": {"name": name},
-        "spec": {"weight": 1, "capability": {"cpu": cpu, "memory": "64Gi"}},
-        "status": {"state": state},
-    }
-
-
-class Plane:
+class Plane(GangPlane):
     def __init__(self) -> None:
-        self.store = Store(build_registry(), None)
-        node = self.store.create(
-            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-0"}, "spec": {}}
-        )
-        allocatable = {"cpu": "8", "memory": "64Gi", "pods": "110"}
-        node["status"] = {"allocatable": allocatable, "capacity": allocatable}
-        self.store.update_status(node)
+        super().__init__(self._reconcile)
         self.rays = RayClusterController(self.store)
-        self.queues = VolcanoQueueController(self.store)
-        self.queues.ensure_default_queue()
-        self.scheduler = Scheduler(self.store, SchedulerOptions(scheduler_names=SERVED_SCHEDULERS))
-        self.scheduler.start(run_loop=False)
 
-    def add_queue(self, obj: Obj) -> None:
-        created = self.store.create({k: v for k, v in obj.items() if k != "status"})
-        created["status"] = obj["status"]
-        self.store.update_status(created)
-
-    def settle(self, rounds: int = 6) -> None:
-        for _ in range(rounds):
-            for cluster in self.store.list(RAY, "RayCluster").items:
-                self.rays.reconcile(NS, cluster["metadata"]["name"])
-            self.queues.cycle()
-            self.scheduler.step(timeout=0.2)
-            self.scheduler.cache.unpark_all()  # retry parked pods now, not after the flush period
+    def _reconcile(self) -> None:
+        for cluster in self.store.list(RAY, "RayCluster").items:
+            self.rays.reconcile(NS, cluster["metadata"]["name"])
 
     def pods(self, cluster: str) -> list[Obj]:
         return list(
