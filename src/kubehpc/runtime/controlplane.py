@@ -43,6 +43,7 @@ from kubehpc.runtime.mpi import mpijob_controller
 from kubehpc.sched.admission import AdmissionConfig
 from kubehpc.slurm.allocation import record_allocations
 from kubehpc.slurm.deps import reconcile_holds
+from kubehpc.slurm.jobs import sbatch_objects
 from kubehpc.store.admission import AdmissionHook
 from kubehpc.store.home import Home
 from kubehpc.store.store import Store
@@ -144,9 +145,10 @@ class ControlPlane:
         dependency can no longer be), checked every SLURM_HOLD_PERIOD_S, as slurmctld checks
         its pending jobs periodically; and record the nodes of multi-node jobs that got them."""
         while not stop.wait(SLURM_HOLD_PERIOD_S):
-            for action in reconcile_holds(self.store, time.time(), kueue_manages=True):
+            objects = sbatch_objects(self.store)  # read once for both passes
+            for action in reconcile_holds(self.store, time.time(), kueue_manages=True, objects=objects):
                 log.info("slurm: %s", action)
-            for action in record_allocations(self.store):
+            for action in record_allocations(self.store, objects=objects):
                 log.debug("slurm: %s", action)
 
     def start(self) -> ControlPlane:

@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from kubehpc.slurm import translate as T
-from kubehpc.store.client import Client, ListOptions, PatchType
+from kubehpc.slurm.jobs import sbatch_objects
+from kubehpc.store.client import Client, PatchType
 
 Obj = dict[str, Any]
 
@@ -46,12 +47,13 @@ def unrecorded_allocations(jobs: list[Obj], pods: list[Obj]) -> list[tuple[Obj, 
     return out
 
 
-def record_allocations(client: Client, namespace: str | None = None) -> list[str]:
+def record_allocations(
+    client: Client, namespace: str | None = None, objects: tuple[list[Obj], list[Obj]] | None = None
+) -> list[str]:
     """One pass: record the node list of every job that has just got all its nodes. Returns
-    what it did (``nodelist 12``) for logs and tests."""
-    opts = ListOptions(namespace=namespace, label_selector=T.LABEL_JOB_ID)
-    jobs = client.list("batch/v1", "Job", opts).items
-    pods = client.list("v1", "Pod", opts).items
+    what it did (``nodelist 12``) for logs and tests. ``objects``: the sbatch Jobs and pods,
+    when the caller has just read them."""
+    jobs, pods = objects or sbatch_objects(client, namespace)
     done = []
     for job, nodes in unrecorded_allocations(jobs, pods):
         meta = job["metadata"]

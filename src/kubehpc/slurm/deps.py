@@ -23,10 +23,10 @@ from enum import Enum
 from typing import Any
 
 from kubehpc.slurm import translate as T
-from kubehpc.slurm.jobs import SlurmJob, collect
+from kubehpc.slurm.jobs import SlurmJob, collect, sbatch_objects
 from kubehpc.slurm.select import cancel_patch
 from kubehpc.slurm.specs import Dependency, DependencyTarget, DependencyTerm, parse_dependency
-from kubehpc.store.client import Client, ListOptions, PatchType
+from kubehpc.store.client import Client, PatchType
 
 Obj = dict[str, Any]
 ENDED = frozenset({"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED"})
@@ -120,14 +120,17 @@ def decide(job: Obj, records: Sequence[SlurmJob], now: float) -> str | None:
 
 
 def reconcile_holds(
-    client: Client, now: float, kueue_manages: bool = False, namespace: str | None = None
+    client: Client,
+    now: float,
+    kueue_manages: bool = False,
+    namespace: str | None = None,
+    objects: tuple[list[Obj], list[Obj]] | None = None,
 ) -> list[str]:
     """One pass over every sbatch Job: release or cancel held jobs whose time has come.
     Returns what it did (``release 12``, ``cancel 13``) for logs and tests. The runtime runs
-    this on a timer or on Job watch events."""
-    opts = ListOptions(namespace=namespace, label_selector=T.LABEL_JOB_ID)
-    jobs = client.list("batch/v1", "Job", opts).items
-    pods = client.list("v1", "Pod", opts).items
+    this on a timer or on Job watch events. ``objects``: the sbatch Jobs and pods, when the
+    caller has just read them (:func:`~kubehpc.slurm.jobs.sbatch_objects`)."""
+    jobs, pods = objects or sbatch_objects(client, namespace)
     records = collect(jobs, pods)
     done: list[str] = []
     now_iso = datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -26,6 +26,7 @@ from kubehpc.slurm import hostlist
 from kubehpc.slurm import translate as T
 from kubehpc.slurm.mapping import FALLBACK_PARTITION
 from kubehpc.slurm.specs import compress_ids, parse_array
+from kubehpc.store.client import Client, ListOptions
 
 Obj = dict[str, Any]
 ANN_CANCELLED = f"{T.GROUP}/cancelled"
@@ -316,6 +317,12 @@ def _array_records(
             rec.reason = "JobArrayTaskLimit" if throttle else "Resources"
         out.insert(0, rec)
     return out
+
+
+def sbatch_objects(client: Client, namespace: str | None = None) -> tuple[list[Obj], list[Obj]]:
+    """The Jobs sbatch made and their pods (both carry the job-id label), in one read each."""
+    opts = ListOptions(namespace=namespace, label_selector=T.LABEL_JOB_ID)
+    return client.list("batch/v1", "Job", opts).items, client.list("v1", "Pod", opts).items
 
 
 def collect(jobs: list[Obj], pods: list[Obj]) -> list[SlurmJob]:
