@@ -66,36 +66,89 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def node(i: int) -> dict[str, Any]:
-    resources = {"cpu": "32", "memory": "256Gi", "pods": "110"}
+def node(i: int, shape: str) -> dict[str, Any]:
+    """A fake Node. ``kwok`` is the node of research/kube-scheduler-bench.md (where the issue's
+    orientation figures for kube-scheduler were measured): kwok's labels, four zones, 8 GPUs as
+    an extended resource, addresses and nodeInfo. ``plain`` is a bare 32-CPU node."""
     name = f"fake-{i:05d}"
+    if shape == "plain":
+        resources = {"cpu": "32", "memory": "256Gi", "pods": "110"}
+        return {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "type": "fake"}},
+            "status": {
+                "capacity": resources,
+                "allocatable": resources,
+                "conditions": [
+                    {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "fake"}
+                ],
+            },
+        }
+    resources = {
+        "cpu": "64",
+        "memory": "256Gi",
+        "pods": "110",
+        "ephemeral-storage": "1Ti",
+        "nvidia.com/gpu": "8",
+    }
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    labels = {
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "type": "kwok",
+        "topology.kubernetes.io/zone": f"zone-{i % 4}",
+    }
+    ready = {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "fake"}
     return {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "type": "fake"}},
+        "metadata": {"name": name, "labels": labels},
         "status": {
             "capacity": resources,
             "allocatable": resources,
-            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "fake"}],
+            "conditions": [{**ready, "lastHeartbeatTime": now, "lastTransitionTime": now}],
+            "addresses": [
+                {"type": "InternalIP", "address": f"10.{i // 65536 % 256}.{i // 256 % 256}.{i % 256}"}
+            ],
+            "nodeInfo": {
+                "kubeletVersion": "fake",
+                "architecture": "amd64",
+                "operatingSystem": "linux",
+                **dict.fromkeys(("machineID", "systemUUID", "bootID", "kernelVersion", "osImage"), ""),
+                "containerRuntimeVersion": "",
+                "kubeProxyVersion": "",
+            },
         },
     }
 
 
-def pod(i: int, namespace: str, scheduler: str) -> dict[str, Any]:
+def pod(i: int, namespace: str, scheduler: str, shape: str) -> dict[str, Any]:
+    """A pending pod: ``kwok`` as research/kube-scheduler-bench.md's *cpu* pods (100m, 128Mi,
+    pause:3.2, no grace period), ``gpu`` the same with one nvidia.com/gpu, ``plain`` 100m/100Mi."""
+    requests: dict[str, str] = {"cpu": "100m", "memory": "100Mi" if shape == "plain" else "128Mi"}
+    resources: dict[str, Any] = {"requests": requests}
+    if shape == "gpu":
+        requests["nvidia.com/gpu"] = "1"
+        resources["limits"] = {"nvidia.com/gpu": "1"}
+    spec: dict[str, Any] = {
+        "schedulerName": scheduler,
+        "containers": [
+            {
+                "name": "main",
+                "image": "pause" if shape == "plain" else "registry.k8s.io/pause:3.2",
+                "resources": resources,
+            }
+        ],
+    }
+    if shape != "plain":
+        spec["terminationGracePeriodSeconds"] = 0
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": f"p-{i:05d}", "namespace": namespace, "labels": {"app": "bench"}},
-        "spec": {
-            "schedulerName": scheduler,
-            "containers": [
-                {
-                    "name": "main",
-                    "image": "pause",
-                    "resources": {"requests": {"cpu": "100m", "memory": "100Mi"}},
-                }
-            ],
-        },
+        "spec": spec,
     }
 
 
@@ -210,6 +263,7 @@ def run_one(
     timeout_s: float,
     profile: str = "",
     baseline: str = "",
+    shape: str = "kwok",
 ) -> Result:
     import subprocess  # as urllib below: only the benchmark's own process needs it
 
@@ -218,7 +272,7 @@ def run_one(
         client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
     except AlreadyExists:
         pass
-    made = create_all(client, [pod(i, namespace, SCHEDULERS[which]) for i in range(pods)])
+    made = create_all(client, [pod(i, namespace, SCHEDULERS[which], shape) for i in range(pods)])
     print(f"{which}: {pods} pending pods created in {made:.1f}s", flush=True)
     watch = BindWatch(client, namespace)
     api_pid = int((env / "kube-apiserver.pid").read_text())
@@ -400,6 +454,13 @@ def main() -> None:
         default="kube-scheduler,kubehpc",
         help="schedulers, in the order run (and kubehpc-baseline)",
     )
+    parser.add_argument(
+        "--shape",
+        choices=("kwok", "gpu", "plain"),
+        default="kwok",
+        help="kwok: research/kube-scheduler-bench.md's nodes and cpu pods (default); gpu: its gpu pods; "
+        "plain: bare 32-CPU nodes, 100m/100Mi pods (runs 2-20 in docs/performance.md)",
+    )
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds one drain may take")
     parser.add_argument("--profile", default="", help="py-spy the kubehpc process into this file")
     parser.add_argument(
@@ -438,14 +499,16 @@ def main() -> None:
     )
     try:
         client = RestClient(load_client_config(str(env / "kubeconfig")), max_connections=32, timeout=120)
-        made = create_all(client, [node(i) for i in range(args.nodes)])
+        made = create_all(client, [node(i, args.shape) for i in range(args.nodes)])
         print(f"{args.nodes} fake nodes created in {made:.1f}s", flush=True)
         results: dict[str, Result] = {}
         for which in order:
-            results[which] = run_one(which, env, client, args.pods, args.timeout, args.profile, baseline)
+            results[which] = run_one(
+                which, env, client, args.pods, args.timeout, args.profile, baseline, args.shape
+            )
             print(results[which].line(args.pods), flush=True)
             delete_pods(client, f"bench-{which}")
-        print(f"load: {Path('/proc/loadavg').read_text().strip()}")
+        print(f"shape: {args.shape}; load: {Path('/proc/loadavg').read_text().strip()}")
         kh, ks = results.get("kubehpc"), results.get("kube-scheduler")
         figures = []
         if kh is not None:

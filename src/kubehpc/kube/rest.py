@@ -27,6 +27,7 @@ import orjson
 
 from kubehpc.api.errors import ApiError, NotFound, ServiceUnavailable
 from kubehpc.kube.kubeconfig import ClientConfig
+from kubehpc.kube.managedfields import TYPED_KINDS, without_managed_fields
 from kubehpc.kube.ratelimit import TokenBucket
 from kubehpc.kube.wire import BUSY_S, Head, Reader, Stream, Target, error_of, send_get
 from kubehpc.store.client import (
@@ -55,6 +56,28 @@ _WARNING = re.compile(r'^\s*\d{3}\s+\S+\s+"((?:[^"\\]|\\.)*)"')
 
 
 LARGE_BODY = 1 << 20
+
+
+Cut = Callable[[bytes], bytes]
+"""Takes what a reader will not read out of a body's bytes before it is decoded."""
+
+
+def _cut(options: ListOptions, api_version: str, kind: str) -> Cut | None:
+    if options.without_managed_fields and (api_version, kind) in TYPED_KINDS:
+        return without_managed_fields
+    return None
+
+
+def _decode_cut(content: bytes, cut: Cut) -> Any:
+    """``content`` decoded without what ``cut`` takes out; whole, should the cut one not decode."""
+    shorter = cut(content)
+    decode = orjson.loads if len(content) < LARGE_BODY else decode_large
+    if shorter is content:
+        return decode(content)
+    try:
+        return decode(shorter)
+    except orjson.JSONDecodeError:
+        return decode(content)
 
 
 def decode_large(content: bytes) -> Any:
@@ -219,10 +242,12 @@ class StreamWatch(RestWatch):
     into lines and decoded by orjson, without a general client's per-chunk machinery — the
     scheduler reads one event per pod it binds."""
 
-    def __init__(self, sock: Stream, reader: Reader, head: Head) -> None:
+    def __init__(self, sock: Stream, reader: Reader, head: Head, cut: Cut | None = None) -> None:
         self._sock = sock
         self._reader = reader
         self._head = head
+        self._cut = cut
+        """Applied to each event's bytes before decoding (what the watcher will not read)."""
         self._stopped = threading.Event()
 
     def _chunks(self) -> Iterator[bytes]:
@@ -238,6 +263,7 @@ class StreamWatch(RestWatch):
 
     def __iter__(self) -> Iterator[WatchEvent]:
         loads = orjson.loads
+        cut = self._cut
         pending = b""
         try:
             for chunk in self._chunks():
@@ -248,7 +274,7 @@ class StreamWatch(RestWatch):
                 for line in chunk.split(b"\n"):
                     if not line or line.isspace():
                         continue
-                    event = loads(line)
+                    event = loads(line) if cut is None else _decode_cut(line, cut)
                     kind = str(event.get("type", ""))
                     obj = event.get("object") or {}
                     if kind == "ERROR":
@@ -467,13 +493,16 @@ class RestClient:
             delay = min(float(retry_after), 10.0)
         time.sleep(delay)
 
-    def _json(self, method: str, path: str, **kwargs: Any) -> Any:
+    def _json(self, method: str, path: str, cut: Cut | None = None, **kwargs: Any) -> Any:
+        """The answer decoded; ``cut`` first takes what the caller will not read out of its bytes."""
         if method == "GET" and self._target is not None and set(kwargs) <= {"params"}:
             content = self._raw_get(path, kwargs.get("params"))
         else:
             content = self._send(method, path, **kwargs).content
         if not content:
             return {}
+        if cut is not None:
+            return _decode_cut(content, cut)
         if len(content) < LARGE_BODY:
             return orjson.loads(content)
         return decode_large(content)
@@ -620,7 +649,9 @@ class RestClient:
     def list(self, api_version: str, kind: str, options: ListOptions | None = None) -> ObjectList:
         o = options or ListOptions()
         info = self.resource_for(api_version, kind)
-        doc = self._json("GET", info.path(o.namespace), params=self._list_params(o))
+        doc = self._json(
+            "GET", info.path(o.namespace), cut=_cut(o, api_version, kind), params=self._list_params(o)
+        )
         meta = doc.get("metadata") or {}
         return ObjectList(
             items=list(doc.get("items") or []),
@@ -642,6 +673,8 @@ class RestClient:
         info = self.resource_for(api_version, kind)
         params = self._list_params(o)
         params.update(watch="true", allowWatchBookmarks="true" if allow_bookmarks else None)
+        if self._target is not None:
+            return self._stream_watch(info.path(o.namespace), params, _cut(o, api_version, kind))
         return self.watch_path(info.path(o.namespace), params)
 
     def watch_path(
@@ -660,7 +693,7 @@ class RestClient:
         )
         return RestWatch(resp)
 
-    def _stream_watch(self, path: str, params: dict[str, Any]) -> StreamWatch:
+    def _stream_watch(self, path: str, params: dict[str, Any], cut: Cut | None = None) -> StreamWatch:
         """A GET that streams, with :meth:`_send`'s retries of a read (connection failures,
         429 and 5xx) and its typed errors."""
         assert self._target is not None
@@ -676,7 +709,7 @@ class RestClient:
                 reader = Reader(sock, coalesce_s=BUSY_S)
                 head = reader.head()
                 if head.status < 400:
-                    return StreamWatch(sock, reader, head)
+                    return StreamWatch(sock, reader, head, cut)
                 body = reader.body(head) if head.status != 429 else b""
             except (OSError, ValueError) as exc:
                 if sock is not None:

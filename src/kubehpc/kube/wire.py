@@ -32,12 +32,18 @@ allocate (and give back) that much per call, about 15 Âµs of system time each â€
 system time of 20,000 small answers (docs/performance.md)."""
 
 
-BUSY_S = 0.01
+BUSY_S = 0.03
 """A stream that had data less than this ago is busy: wait this long before the next read,
-so what arrives meanwhile comes in one read (see :class:`Reader`)."""
-WRITES_BUSY_S = 0.02
+so what arrives meanwhile comes in one read (see :class:`Reader`). A busy watch's events wait
+at most this long more; a quiet one is read at once."""
+WRITES_BUSY_S = 0.05
 """The same for the answers to pipelined writes: a connection gets one every few milliseconds
-while the API server works through its queue."""
+while the API server works through its queue. Waiting longer only delays each answer's callback
+(a ``Scheduled`` Event is written once its Binding's answer is read) and, at the end of a
+batch, the connection's next batch by at most this long; the other connections keep the API
+server busy meanwhile. Against 10 and 20 ms for
+watches and writes, 30 and 50 ms took the scheduler's CPU per pod in the drain of a 10,000-pod
+backlog down by about a third (docs/performance.md, issue 7 fifth pass)."""
 
 
 class ProtocolError(OSError):

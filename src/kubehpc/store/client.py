@@ -88,6 +88,9 @@ class ListOptions:
     limit: int = 0
     continue_token: str = ""
     resource_version: str = ""
+    without_managed_fields: bool = False
+    """The caller never reads ``metadata.managedFields``: a real API server's Pods and Nodes
+    may come without them (:mod:`kubehpc.kube.managedfields`); the embedded store has none."""
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,9 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 
 RELIST = "RELIST"  # a full list replaced what was known of the kind
+READ = ListOptions(without_managed_fields=True)
+"""How the informers list: their readers (the scheduling and admission loops) never look at
+managedFields, a third of a Pod's bytes from a real API server."""
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,7 @@ class Informer:
         self._thread: threading.Thread | None = None
 
     def list_now(self) -> tuple[tuple[Obj, ...], str]:
-        listed = self.client.list(self.api_version, self.kind)
+        listed = self.client.list(self.api_version, self.kind, READ)
         return tuple(listed.items), listed.resource_version
 
     def start(self, resource_version: str) -> None:
@@ -59,7 +62,9 @@ class Informer:
         rv = resource_version
         while not self._stopped.is_set():
             try:
-                self._watch = self.client.watch(self.api_version, self.kind, ListOptions(resource_version=rv))
+                self._watch = self.client.watch(
+                    self.api_version, self.kind, ListOptions(resource_version=rv, without_managed_fields=True)
+                )
                 if self._stopped.is_set():
                     self._watch.stop()
                     return
