@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from typing import Any
 
 from kubehpc.api.errors import AlreadyExists, ApiError, NotFound
@@ -120,3 +121,95 @@ def test_a_server_that_cannot_be_reached_is_a_connection_failure() -> None:
     assert outcomes.all_in.wait(30)
     pipeline.close()
     assert isinstance(outcomes.results["nowhere"], ConnectionFailed)
+
+
+class ScriptedServer:
+    """An HTTP/1.1 server that reads pipelined POSTs and answers each one with 201, slowly if
+    asked; ``close_first`` connections answer their first request with ``Connection: close``
+    and hang up, leaving the rest of what was sent unanswered."""
+
+    def __init__(self, delay_s: float = 0.0, close_first: int = 0) -> None:
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen()
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.delay_s = delay_s
+        self.close_first = close_first
+        self.requests: list[tuple[int, bytes]] = []  # (connection number, body)
+        self._lock = threading.Lock()
+        self._connections = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            with self._lock:
+                self._connections += 1
+                number = self._connections
+            threading.Thread(target=self._serve, args=(conn, number), daemon=True).start()
+
+    def _serve(self, conn: socket.socket, number: int) -> None:
+        buf = b""
+        with conn:
+            while True:
+                end = buf.find(b"\r\n\r\n")
+                if end < 0:
+                    data = conn.recv(65536)
+                    if not data:
+                        return
+                    buf += data
+                    continue
+                head = buf[:end].lower()
+                length = int(head.split(b"content-length:")[1].split(b"\r\n")[0])
+                while len(buf) < end + 4 + length:
+                    buf += conn.recv(65536)
+                body, buf = buf[end + 4 : end + 4 + length], buf[end + 4 + length :]
+                with self._lock:
+                    self.requests.append((number, body))
+                time.sleep(self.delay_s)
+                closing = number <= self.close_first
+                answer = b'{"kind":"Status","status":"Success"}'
+                close = b"Connection: close\r\n" if closing else b""
+                head = (
+                    b"HTTP/1.1 201 Created\r\nContent-Type: application/json\r\n%sContent-Length: %d\r\n\r\n"
+                )
+                conn.sendall(head % (close, len(answer)) + answer)
+                if closing:
+                    return
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def test_writes_are_spread_over_the_connections() -> None:
+    """The API server works on one request of a connection at a time: a burst of writes goes
+    out on every connection, not queued behind one."""
+    server = ScriptedServer(delay_s=0.02)
+    pipeline = Pipeline(RestClient(ClientConfig(server=server.url)), connections=4)
+    outcomes = Outcomes(16)
+    for i in range(16):
+        pipeline.post(PATH, config_map(f"spread-{i}"), outcomes.done(str(i)))
+    assert outcomes.all_in.wait(30)
+    pipeline.close()
+    server.close()
+    assert all(error is None for error in outcomes.results.values())
+    assert {number for number, _ in server.requests} == {1, 2, 3, 4}
+
+
+def test_writes_a_closing_server_left_unanswered_are_sent_again_on_a_new_connection() -> None:
+    """An answer saying ``Connection: close`` means the server read nothing after it: the
+    writes pipelined behind it are sent again (never failed), each answered once."""
+    server = ScriptedServer(close_first=2)
+    pipeline = Pipeline(RestClient(ClientConfig(server=server.url)), connections=1)
+    outcomes = Outcomes(6)
+    for i in range(6):
+        pipeline.post(PATH, config_map(f"closing-{i}"), outcomes.done(str(i)))
+    assert outcomes.all_in.wait(30)
+    pipeline.close()
+    server.close()
+    assert outcomes.results == {str(i): None for i in range(6)}
+    answered = [body for _, body in server.requests]
+    assert all(answered.count(config_map(f"closing-{i}")) == 1 for i in range(6))

@@ -69,6 +69,7 @@ class TlsStream:
         self._tls = context.wrap_bio(self._incoming, self._outgoing, server_hostname=server_hostname)
         self._raw = bytearray(READ_SIZE)
         self._raw_view = memoryview(self._raw)
+        self._plain_view = memoryview(bytearray(READ_SIZE))
         while True:
             try:
                 self._tls.do_handshake()
@@ -119,6 +120,30 @@ class TlsStream:
             view = view[written:]
         self._flush()
 
+    def take(self, into: bytearray) -> bool:
+        """For a socket that is readable now: one read of what it has, and every whole record
+        decrypted onto ``into`` (nothing, when only part of one came), without waiting. False
+        at the end of the stream."""
+        n = self._sock.recv_into(self._raw)
+        if n:
+            self._incoming.write(self._raw_view[:n])
+        else:
+            self._incoming.write_eof()
+        read = cast("Callable[[int, memoryview], int]", self._tls.read)
+        plain = self._plain_view
+        while True:
+            try:
+                got = read(READ_SIZE, plain)
+            except ssl.SSLWantReadError:
+                break
+            except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
+                return False
+            if not got:
+                return False
+            into += plain[:got]
+        self._flush()  # what reading asked to send (a TLS 1.3 key update)
+        return n > 0
+
     def pending(self) -> int:
         """Bytes here that a :meth:`recv_into` may return without waiting for the socket."""
         return self._tls.pending() or self._incoming.pending
@@ -161,6 +186,16 @@ class TlsStream:
 
 Stream = socket.socket | TlsStream
 """A connection to the API server: a plain socket, or TLS on one."""
+
+
+def take(sock: Stream, into: bytearray, space: memoryview) -> bool:
+    """For a connection that is readable now: what it has, onto ``into``, without waiting
+    (``space``: a buffer kept for the read). False at the end of the stream."""
+    if isinstance(sock, TlsStream):
+        return sock.take(into)
+    n = sock.recv_into(space)
+    into += space[:n]
+    return n > 0
 
 
 @dataclass(frozen=True)
@@ -266,6 +301,79 @@ def _warnings(head: bytes) -> tuple[str, ...]:
     return tuple(values)
 
 
+def parse_head(original: bytes) -> Head | None:
+    """A response's status line and headers (without the blank line after them); None for an
+    interim (1xx) response, which the real one follows."""
+    raw = original.lower()
+    if not raw.startswith(b"http/1.") or len(raw) < 12:
+        raise ProtocolError(f"not an HTTP/1.1 response: {raw[:40]!r}")
+    status = int(raw[9:12])
+    if 100 <= status < 200:
+        return None
+    encoding = _header(raw, b"\r\ntransfer-encoding:")
+    length = _header(raw, b"\r\ncontent-length:")
+    connection = _header(raw, b"\r\nconnection:")
+    retry_after = _header(raw, b"\r\nretry-after:")
+    return Head(
+        status=status,
+        chunked=encoding is not None and b"chunked" in encoding,
+        length=int(length) if length else -1,
+        close=connection == b"close" or raw.startswith(b"http/1.0"),
+        retry_after=(retry_after or b"").decode("latin-1"),
+        warnings=_warnings(original) if b"\r\nwarning:" in raw else (),
+    )
+
+
+def take_answer(buf: bytearray) -> tuple[Head, bytes] | None:
+    """The first whole response in ``buf``, taken out of it; None (``buf`` untouched) while
+    part of it has still to arrive. For a reader that must not block: one thread serving many
+    connections. A response whose body runs to the end of the connection is never whole here
+    (pipelined answers always say their length)."""
+    start = 0
+    while True:
+        end = buf.find(b"\r\n\r\n", start)
+        if end < 0:
+            return None
+        head = parse_head(bytes(buf[start:end]))
+        start = end + 4
+        if head is not None:
+            break
+    if head.chunked:
+        parts = []
+        at = start
+        while True:
+            line_end = buf.find(b"\r\n", at)
+            if line_end < 0:
+                return None
+            size = int(bytes(buf[at:line_end]).split(b";", 1)[0], 16)
+            at = line_end + 2
+            if size == 0:
+                while True:  # trailers, up to the empty line
+                    line_end = buf.find(b"\r\n", at)
+                    if line_end < 0:
+                        return None
+                    at, blank = line_end + 2, line_end == at
+                    if blank:
+                        break
+                break
+            if len(buf) < at + size + 2:
+                return None
+            parts.append(bytes(buf[at : at + size]))
+            at += size + 2
+        body = b"".join(parts)
+    elif head.length >= 0:
+        at = start + head.length
+        if len(buf) < at:
+            return None
+        body = bytes(buf[start:at])
+    elif head.status in (204, 304):
+        at, body = start, b""
+    else:
+        return None
+    del buf[:at]
+    return head, body
+
+
 class Reader:
     """Responses off one connection, in order, from a buffer kept between them (pipelining
     puts several in one read).
@@ -331,25 +439,10 @@ class Reader:
                 self._fill()
                 end = buf.find(b"\r\n\r\n")
             original = bytes(buf[:end])
-            raw = original.lower()
             del buf[: end + 4]
-            if not raw.startswith(b"http/1.") or len(raw) < 12:
-                raise ProtocolError(f"not an HTTP/1.1 response: {raw[:40]!r}")
-            status = int(raw[9:12])
-            if 100 <= status < 200:
-                continue  # an interim response; the real one follows
-            encoding = _header(raw, b"\r\ntransfer-encoding:")
-            length = _header(raw, b"\r\ncontent-length:")
-            connection = _header(raw, b"\r\nconnection:")
-            retry_after = _header(raw, b"\r\nretry-after:")
-            return Head(
-                status=status,
-                chunked=encoding is not None and b"chunked" in encoding,
-                length=int(length) if length else -1,
-                close=connection == b"close" or raw.startswith(b"http/1.0"),
-                retry_after=(retry_after or b"").decode("latin-1"),
-                warnings=_warnings(original) if b"\r\nwarning:" in raw else (),
-            )
+            head = parse_head(original)
+            if head is not None:
+                return head
 
     def exactly(self, n: int) -> bytes:
         buf = self.buf
