@@ -4,6 +4,7 @@ stream and a shutdown as such; a pipelined POST is byte for byte a plain one."""
 
 from __future__ import annotations
 
+import select
 import socket
 import ssl
 import threading
@@ -194,3 +195,34 @@ def test_a_pipelined_post_is_the_same_request_as_a_plain_one() -> None:
         assert target.post_head(path) + b"%d\r\n\r\n%s" % (len(body), body) == target.request(
             "POST", path, body
         )
+
+
+def test_take_returns_what_has_arrived_without_waiting_and_false_at_the_end(
+    serve: Callable[[Serve], TlsStream],
+) -> None:
+    """The pipeline's one thread reads each connection only when poll says it is readable and
+    must never block there: ``take`` decrypts what came, and says when the stream ended."""
+    release = threading.Event()
+
+    def handler(conn: ssl.SSLSocket) -> None:
+        for i in range(50):
+            conn.sendall(b"%04d" % i + b"y" * 200)
+        release.wait(10)
+
+    stream = serve(handler)
+    got = bytearray()
+    poller = select.poll()
+    poller.register(stream, select.POLLIN)
+    while len(got) < 50 * 204:
+        assert poller.poll(10_000), "the server's records never became readable"
+        assert stream.take(got)
+    assert bytes(got) == b"".join(b"%04d" % i + b"y" * 200 for i in range(50))
+    release.set()
+    ended = False
+    for _ in range(100):
+        assert poller.poll(10_000)
+        if not stream.take(got):
+            ended = True
+            break
+    assert ended
+    assert len(got) == 50 * 204
