@@ -121,3 +121,28 @@ def test_the_default_job_name_is_the_script_file_name() -> None:
 def test_words_after_the_script_are_its_arguments_not_options() -> None:
     req = request(script(), "-J", "a", args=("-J", "b", "--x"))
     assert (req.name, req.script_args) == ("a", ["-J", "b", "--x"])
+
+
+def test_of_two_bad_values_the_first_in_the_file_is_reported() -> None:
+    """sbatch checks each value as it reads the option: the memory on line 3 is converted
+    before the time limit on line 2, but line 2 is the one reported."""
+    with pytest.raises(SbatchError, match=r'job\.sh: line 2: --time: invalid time limit "5m"'):
+        request(script("-t 5m", "--mem=4X"))
+
+
+def test_a_bad_value_is_reported_before_a_conflict_between_options() -> None:
+    """--cpus-per-gpu without GPUs is a conflict found once every option is read; the bad
+    time limit after it is found while reading."""
+    with pytest.raises(SbatchError, match=r'job\.sh: line 3: --time: invalid time limit "5m"'):
+        request(script("--cpus-per-gpu=2", "-t 5m"))
+
+
+def test_a_bad_value_in_the_script_is_reported_before_one_on_the_command_line() -> None:
+    """sbatch reads the script's directives first, then the command line (which wins)."""
+    with pytest.raises(SbatchError, match=r"line 2: --mem: .*unknown unit"):
+        request(script("--mem=4X"), "-N", "two")
+
+
+def test_a_conflict_alone_is_still_reported() -> None:
+    with pytest.raises(SbatchError, match=r"line 2: --cpus-per-gpu: needs GPUs"):
+        request(script("--cpus-per-gpu=2"))

@@ -143,6 +143,7 @@ class Pipeline:
             for left in self._slots:
                 if left is not None:
                     self._drop(left, "the scheduler's writer is closed")
+            self._take_queued()  # a post that raced with close() still hears of it
             self._fail(list(self._backlog), "the scheduler's writer is closed")
             self._wake_r.close()
             self._wake_w.close()

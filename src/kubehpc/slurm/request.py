@@ -21,7 +21,7 @@ Resources follow Slurm's arithmetic, per node (= per pod):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -38,6 +38,12 @@ DEFAULT_NICE = 100
 
 class SbatchError(ValueError):
     """A submission that cannot be made; the message names the file and line or the command line."""
+
+
+class BadValue(SbatchError):
+    """An option whose own value is malformed. sbatch checks each value as it reads the option,
+    so of several such options it reports the first it reads (the script's directives in file
+    order, then the command line); checks between options come after all are read."""
 
 
 @dataclass(frozen=True)
@@ -165,19 +171,42 @@ def build_request(
         warnings += [f"{where}: unknown option {u} ignored" for u in result.unknown]
         warnings += [f'{where}: unexpected argument "{p}" ignored' for p in result.positional]
     given += cmd.given
-    req = JobRequest(
-        script=script_text,
-        script_name=script_name,
-        script_args=args,
-        name="wrap" if wrap is not None else (script_name.rsplit("/", 1)[-1] or "sbatch"),
-        user=sub.user,
-        submit_host=sub.submit_host,
-        submit_dir=sub.cwd,
-        work_dir=sub.cwd,
-        warnings=warnings,
-    )
-    _apply(req, given, sub, mapping)
+
+    def new_request() -> JobRequest:
+        return JobRequest(
+            script=script_text,
+            script_name=script_name,
+            script_args=args,
+            name="wrap" if wrap is not None else (script_name.rsplit("/", 1)[-1] or "sbatch"),
+            user=sub.user,
+            submit_host=sub.submit_host,
+            submit_dir=sub.cwd,
+            work_dir=sub.cwd,
+            warnings=list(warnings),
+        )
+
+    req = new_request()
+    try:
+        _apply(req, given, sub, mapping)
+    except SbatchError:
+        _raise_first_bad_value(new_request, given, sub, mapping)
+        raise
     return req
+
+
+def _raise_first_bad_value(
+    new_request: Callable[[], JobRequest], given: list[Given], sub: Submission, mapping: SlurmMapping
+) -> None:
+    """Raise the :class:`BadValue` of the first option read whose value is malformed, if any:
+    each option is checked alone, in the order sbatch reads them (checks between options say
+    nothing about one option alone and are left to the whole request)."""
+    for g in given:
+        try:
+            _apply(new_request(), [g], sub, mapping)
+        except BadValue:
+            raise
+        except SbatchError:
+            continue
 
 
 def _last(given: list[Given]) -> dict[str, Given]:
@@ -199,6 +228,11 @@ class _Checker:
         g = self.opts[name]
         return SbatchError(f"{g.where}: --{name}: {message}")
 
+    def bad(self, name: str, message: str) -> BadValue:
+        """Option ``name``'s own value is malformed (see :class:`BadValue`)."""
+        g = self.opts[name]
+        return BadValue(f"{g.where}: --{name}: {message}")
+
     def integer(self, name: str, allow_zero: bool = False) -> int | None:
         v = self.value(name)
         if v is None:
@@ -206,7 +240,7 @@ class _Checker:
         try:
             return specs.positive_int(v, name, allow_zero)
         except ValueError as exc:
-            raise self.fail(name, str(exc)) from None
+            raise self.bad(name, str(exc)) from None
 
     def mem(self, name: str) -> int | None:
         v = self.value(name)
@@ -215,7 +249,7 @@ class _Checker:
         try:
             return specs.parse_mem_mb(v)
         except ValueError as exc:
-            raise self.fail(name, str(exc)) from None
+            raise self.bad(name, str(exc)) from None
 
     def count_with_type(self, name: str) -> tuple[str, int] | None:
         """``[type:]N`` of --gpus, --gpus-per-node and --gpus-per-task."""
@@ -226,7 +260,7 @@ class _Checker:
         if gtype.startswith("gpu:"):
             gtype = gtype[4:]
         if not count.isdigit():
-            raise self.fail(name, f'invalid GPU count "{v}": use [TYPE:]N')
+            raise self.bad(name, f'invalid GPU count "{v}": use [TYPE:]N')
         return gtype, int(count)
 
 
@@ -268,7 +302,7 @@ def _resources(req: JobRequest, c: _Checker, mapping: SlurmMapping) -> None:
         try:
             req.nodes, req.nodes_max = specs.parse_nodes(nodes_given)
         except ValueError as exc:
-            raise c.fail("nodes", str(exc)) from None
+            raise c.bad("nodes", str(exc)) from None
         if req.nodes_max != req.nodes:
             req.warnings.append(
                 f"{c.opts['nodes'].where}: --nodes={nodes_given}: the job gets {req.nodes} nodes "
@@ -319,7 +353,7 @@ def _gpus(req: JobRequest, c: _Checker) -> None:
         try:
             parsed = specs.parse_gres(gres)
         except ValueError as exc:
-            raise c.fail("gres", str(exc)) from None
+            raise c.bad("gres", str(exc)) from None
         for g in parsed:
             if g.name == "gpu":
                 req.gpus_per_node, req.gpu_type = g.count, g.type
@@ -354,7 +388,7 @@ def _time(req: JobRequest, c: _Checker, sub: Submission, mapping: SlurmMapping) 
         try:
             req.time_limit_s = parse_time_limit(v)
         except TimeFormatError as exc:
-            raise c.fail("time", str(exc)) from None
+            raise c.bad("time", str(exc)) from None
         if part.max_time and (req.time_limit_s is None or req.time_limit_s > part.max_time * 60):
             req.warnings.append(
                 f"{c.opts['time'].where}: --time={v} is over partition {req.partition}'s MaxTime "
@@ -367,13 +401,13 @@ def _time(req: JobRequest, c: _Checker, sub: Submission, mapping: SlurmMapping) 
         try:
             req.begin = parse_begin(v, sub.now)
         except TimeFormatError as exc:
-            raise c.fail("begin", str(exc)) from None
+            raise c.bad("begin", str(exc)) from None
     if "nice" in c.opts:
         v = c.value("nice") or str(DEFAULT_NICE)
         try:
             req.nice = int(v)
         except ValueError:
-            raise c.fail("nice", f'invalid nice value "{v}": must be a whole number') from None
+            raise c.bad("nice", f'invalid nice value "{v}": must be a whole number') from None
 
 
 def _placement(req: JobRequest, c: _Checker) -> None:
@@ -383,7 +417,7 @@ def _placement(req: JobRequest, c: _Checker) -> None:
         req.exclusive = True
         mode = c.value("exclusive") or ""
         if mode and mode not in ("user", "mcs", "topo"):
-            raise c.fail("exclusive", f'invalid value "{mode}": use --exclusive, =user, =mcs or =topo')
+            raise c.bad("exclusive", f'invalid value "{mode}": use --exclusive, =user, =mcs or =topo')
         if mode:
             req.warnings.append(
                 f"{c.opts['exclusive'].where}: --exclusive={mode} is taken as --exclusive (whole nodes)"
@@ -394,14 +428,14 @@ def _placement(req: JobRequest, c: _Checker) -> None:
         try:
             req.constraint_terms = specs.parse_constraint(v)
         except ValueError as exc:
-            raise c.fail("constraint", str(exc)) from None
+            raise c.bad("constraint", str(exc)) from None
         req.constraint = v
     for name in ("nodelist", "exclude"):
         if (v := c.value(name)) is not None:
             try:
                 hosts = expand(v)
             except HostlistError as exc:
-                raise c.fail(name, str(exc)) from None
+                raise c.bad(name, str(exc)) from None
             setattr(req, name, hosts)
     if req.nodelist and len(req.nodelist) < req.nodes:
         req.warnings.append(
@@ -415,14 +449,14 @@ def _workflow(req: JobRequest, c: _Checker) -> None:
         try:
             req.array = specs.parse_array(v)
         except ValueError as exc:
-            raise c.fail("array", str(exc)) from None
+            raise c.bad("array", str(exc)) from None
         if req.nodes > 1:
             raise c.fail("array", "arrays of multi-node jobs are not supported yet")
     if (v := c.value("dependency")) is not None:
         try:
             req.dependency = specs.parse_dependency(v) if v.strip() else None
         except ValueError as exc:
-            raise c.fail("dependency", str(exc)) from None
+            raise c.bad("dependency", str(exc)) from None
     req.hold = "hold" in c.opts
 
 
@@ -431,13 +465,13 @@ def _io(req: JobRequest, c: _Checker) -> None:
     for name in ("output", "error", "input"):
         v = c.value(name)
         if v is not None and (not v or "\0" in v or "\n" in v):
-            raise c.fail(name, f"invalid file name {v!r}")
+            raise c.bad(name, f"invalid file name {v!r}")
     req.output = c.value("output") or default
     req.error = c.value("error")
     req.input = c.value("input")
     if (v := c.value("open-mode")) is not None:
         if v not in ("append", "truncate"):
-            raise c.fail("open-mode", f'invalid value "{v}": use append or truncate')
+            raise c.bad("open-mode", f'invalid value "{v}": use append or truncate')
         req.open_mode = v
 
 
@@ -473,7 +507,7 @@ def _export(req: JobRequest, c: _Checker, environ: Mapping[str, str]) -> None:
                 continue
             name, eq, value = item.partition("=")
             if not _exportable(name) and not name.startswith("SLURM_"):
-                raise c.fail("export", f'invalid variable name "{name}"')
+                raise c.bad("export", f'invalid variable name "{name}"')
             if eq:
                 values.append((name, value))
             else:
