@@ -158,8 +158,15 @@ def main() -> None:
 
 def show_rayjob(client: RestClient, name: str) -> None:
     """The RayJob's states and what its Ray program printed (in its submitter's log)."""
-    job = client.get("ray.io/v1", "RayJob", name, "default")
-    st = job.get("status", {})
+    # The submitter Job ends first; the RayJob controller then reads the Ray job's end and marks
+    # the RayJob Complete (or Failed) on its next pass: show the final state, not the one between.
+    deadline = time.monotonic() + 60
+    while True:
+        job = client.get("ray.io/v1", "RayJob", name, "default")
+        st = job.get("status", {})
+        if st.get("jobDeploymentStatus") in ("Complete", "Failed") or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
     console.print(
         f"[bold]RayJob {name}:[/bold] {st.get('jobDeploymentStatus')} / {st.get('jobStatus')} "
         f"on RayCluster {st.get('rayClusterName')} (deleted after the job: shutdownAfterJobFinishes)"
