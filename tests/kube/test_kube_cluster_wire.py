@@ -14,6 +14,7 @@ import pytest
 from kubehpc.api.errors import Gone
 from kubehpc.kube.kubeconfig import ClientConfig
 from kubehpc.kube.rest import ConnectionFailed, RestClient
+from kubehpc.kube.wire import take_answer
 from kubehpc.server.tls import ensure_tls
 from kubehpc.store.home import Home
 
@@ -156,3 +157,26 @@ def test_a_proxy_named_in_the_environment_carries_every_request(monkeypatch: pyt
     monkeypatch.delenv("HTTP_PROXY")
     assert RestClient(ClientConfig(server=url), retries=0).raw("/api/v1/pods") == {}
     thread.join(5)
+
+
+def test_take_answer_takes_only_whole_responses_and_leaves_the_rest() -> None:
+    """The pipeline's reader never waits: a response comes out of the buffer only once all of
+    it is there (interim 1xx answers skipped, chunked bodies joined, trailers dropped)."""
+    first = (
+        b"HTTP/1.1 100 Continue\r\n\r\n"
+        b"HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nX-Trailer: t\r\n\r\n"
+    )
+    second = b"HTTP/1.1 409 Conflict\r\nContent-Length: 7\r\nConnection: close\r\n\r\nexists!"
+    buf = bytearray(first + second[:-3])
+    taken = take_answer(buf)
+    assert taken is not None
+    head, body = taken
+    assert (head.status, body) == (201, b"hello world")
+    assert bytes(buf) == second[:-3]
+    assert take_answer(buf) is None and bytes(buf) == second[:-3]  # untouched until whole
+    buf += second[-3:]
+    taken = take_answer(buf)
+    assert taken is not None
+    assert (taken[0].status, taken[0].close, taken[1]) == (409, True, b"exists!")
+    assert not buf
