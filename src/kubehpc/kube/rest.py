@@ -68,16 +68,18 @@ def _cut(options: ListOptions, api_version: str, kind: str) -> Cut | None:
     return None
 
 
-def _decode_cut(content: bytes, cut: Cut) -> Any:
-    """``content`` decoded without what ``cut`` takes out; whole, should the cut one not decode."""
-    shorter = cut(content)
+def _decode(content: bytes, cut: Cut | None = None) -> Any:
+    """``content`` decoded, without what ``cut`` takes out when given (whole, should the cut
+    bytes not decode); big bodies with the collector paused (:func:`decode_large`)."""
     decode = orjson.loads if len(content) < LARGE_BODY else decode_large
-    if shorter is content:
-        return decode(content)
-    try:
-        return decode(shorter)
-    except orjson.JSONDecodeError:
-        return decode(content)
+    if cut is not None:
+        shorter = cut(content)
+        if shorter is not content:
+            try:
+                return decode(shorter)
+            except orjson.JSONDecodeError:
+                pass
+    return decode(content)
 
 
 def decode_large(content: bytes) -> Any:
@@ -274,7 +276,7 @@ class StreamWatch(RestWatch):
                 for line in chunk.split(b"\n"):
                     if not line or line.isspace():
                         continue
-                    event = loads(line) if cut is None else _decode_cut(line, cut)
+                    event = loads(line) if cut is None else _decode(line, cut)
                     kind = str(event.get("type", ""))
                     obj = event.get("object") or {}
                     if kind == "ERROR":
@@ -499,13 +501,7 @@ class RestClient:
             content = self._raw_get(path, kwargs.get("params"))
         else:
             content = self._send(method, path, **kwargs).content
-        if not content:
-            return {}
-        if cut is not None:
-            return _decode_cut(content, cut)
-        if len(content) < LARGE_BODY:
-            return orjson.loads(content)
-        return decode_large(content)
+        return _decode(content, cut) if content else {}
 
     # -- discovery ------------------------------------------------------------------------
 
