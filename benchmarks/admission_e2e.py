@@ -8,13 +8,18 @@ admission loop, Job controller, scheduler, GC) but no node agent: the nodes are 
 objects, as kwok registers them, so pods are bound and never run. The garbage collector is
 tuned as ``kubehpc up`` tunes it (``cli.up.tune_gc``), so the figures are the served control
 plane's: with CPython's default thresholds, full collections over the store's heap took a
-quarter of the CPU. Prints ``name=value`` last.
+quarter of the CPU. ``--profile FILE`` samples the timed part only with py-spy (GIL-holding
+samples, one line per thread and stack). Prints ``name=value`` last.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
+import signal
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -116,7 +121,7 @@ class Stages:
     def start(self, want: int) -> None:
         self.want = want
         for av, kind in (("kueue.x-k8s.io/v1beta2", "Workload"), ("batch/v1", "Job"), ("v1", "Pod")):
-            watch = self.store.watch(av, kind, ListOptions(namespace="default"))
+            watch = self.store.watch(av, kind, ListOptions(namespace="default", read_only=True))
             self._watches.append(watch)
             thread = threading.Thread(target=self._follow, args=(kind, watch), daemon=True)
             thread.start()
@@ -152,6 +157,25 @@ class Stages:
             thread.join(5)
 
 
+def start_profile(path: str) -> subprocess.Popen[bytes] | None:
+    """py-spy attached to this process, sampling from now until :func:`stop_profile`."""
+    if not path:
+        return None
+    spy = Path(sys.executable).with_name("py-spy")
+    if not spy.exists():
+        raise SystemExit(f"--profile needs py-spy beside {sys.executable} (pip install py-spy)")
+    cmd = [str(spy), "record", "--pid", str(os.getpid()), "-g", "-t", "-r", "200", "-f", "raw", "-o", path]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.0)  # py-spy attaches before the timed part begins
+    return proc
+
+
+def stop_profile(proc: subprocess.Popen[bytes] | None) -> None:
+    if proc is not None:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(30)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -159,6 +183,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2000)
     parser.add_argument("--nodes", type=int, default=100)
     parser.add_argument("--timeout", type=float, default=600)
+    parser.add_argument("--profile", default="", help="py-spy the timed part into this file")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="kubehpc-admission-e2e-") as tmp:
         plane = ControlPlane(Home(Path(tmp)), nodes=False).start()
@@ -173,6 +198,7 @@ def main() -> None:
                     store.create(obj)
             time.sleep(1.0)  # let the loops see the queues and nodes
             stages.start(args.jobs)
+            spy = start_profile(args.profile)
             start = time.perf_counter()
             cpu_start = time.process_time()
             rv_start = store.resource_version
@@ -185,6 +211,7 @@ def main() -> None:
             stages.done.wait(args.timeout)
             elapsed = time.perf_counter() - start
             cpu = time.process_time() - cpu_start
+            stop_profile(spy)
             writes = store.resource_version - rv_start
             events = len(store.list("v1", "Event", ListOptions(namespace="default")).items)
         finally:

@@ -263,12 +263,15 @@ class GarbageCollector:
         """List, then watch from the list's resourceVersion; list again whenever the watch ends."""
         while not stop.is_set():
             try:
-                listed = self.client.list(k.api_version, k.kind)
+                # The graph only reads what it is given: shared objects, no copies.
+                listed = self.client.list(k.api_version, k.kind, ListOptions(read_only=True))
                 with graph.lock:
                     graph.replace(k, listed.items)
                 wake.set()
                 w = self.client.watch(
-                    k.api_version, k.kind, ListOptions(resource_version=listed.resource_version)
+                    k.api_version,
+                    k.kind,
+                    ListOptions(resource_version=listed.resource_version, read_only=True),
                 )
             except ApiError as exc:
                 log.warning("gc: list/watch %s failed: %s", k.kind, exc)
@@ -438,7 +441,7 @@ def run_on_changes(
     def follow(k: KindRef) -> None:
         while not stop.is_set():
             try:
-                w = client.watch(k.api_version, k.kind, ListOptions(), allow_bookmarks=False)
+                w = client.watch(k.api_version, k.kind, ListOptions(read_only=True), allow_bookmarks=False)
             except ApiError as exc:
                 log.warning("%s: watch %s failed: %s", name, k.kind, exc)
                 stop.wait(1.0)

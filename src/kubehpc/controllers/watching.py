@@ -19,9 +19,12 @@ Handler = Callable[[str, dict[str, Any]], None]
 class Followers:
     """One thread per followed kind; :meth:`stop` ends them all."""
 
-    def __init__(self, client: Client, namespace: str | None = None) -> None:
+    def __init__(self, client: Client, namespace: str | None = None, read_only: bool = False) -> None:
+        """``read_only``: the handlers only read the objects they are handed (to pick keys to
+        queue), so the embedded store may hand out its shared objects instead of copies."""
         self.client = client
         self.namespace = namespace
+        self.read_only = read_only
         self._watches: set[Watch] = set()
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
@@ -36,7 +39,9 @@ class Followers:
     def follow(self, stop: threading.Event, api_version: str, kind: str, handler: Handler) -> None:
         while not stop.is_set():
             try:
-                watch = self.client.watch(api_version, kind, ListOptions(namespace=self.namespace))
+                watch = self.client.watch(
+                    api_version, kind, ListOptions(namespace=self.namespace, read_only=self.read_only)
+                )
             except ApiError:
                 log.exception("watching %s failed; retrying", kind)
                 stop.wait(1.0)

@@ -91,6 +91,11 @@ class ListOptions:
     without_managed_fields: bool = False
     """The caller never reads ``metadata.managedFields``: a real API server's Pods and Nodes
     may come without them (:mod:`kubehpc.kube.managedfields`); the embedded store has none."""
+    read_only: bool = False
+    """The caller only reads the objects and never changes them: the embedded store may then
+    hand out its own decoded objects, shared with every other read-only reader, instead of a
+    fresh copy each (a copy of a pod costs more than most controllers' work on it). A client
+    over HTTP decodes a fresh object anyway."""
 
 
 @dataclass(frozen=True)

@@ -344,9 +344,14 @@ class Store(WritesMixin):
 
     def list(self, api_version: str, kind: str, options: ListOptions | None = None) -> ObjectList:
         rt, version = self._type(api_version, kind)
-        records, token, remaining, rv = self._select(rt, options or ListOptions())
+        options = options or ListOptions()
+        records, token, remaining, rv = self._select(rt, options)
+        if options.read_only and version == rt.storage_version:
+            items = [r.obj for r in records]  # shared: see ListOptions.read_only
+        else:
+            items = [self._decode(rt, version, r.raw) for r in records]
         return ObjectList(
-            items=[self._decode(rt, version, r.raw) for r in records],
+            items=items,
             resource_version=str(rv),
             continue_token=token,
             remaining_item_count=remaining,
@@ -408,6 +413,7 @@ class Store(WritesMixin):
             self._unregister,
             raw_ok=version == rt.storage_version,
             max_queue=self._max_watch_queue,
+            shared=options.read_only and version == rt.storage_version,
         )
         with self._lock:
             if start == 0:

@@ -77,8 +77,11 @@ class StoreWatch:
         on_stop: Callable[[StoreWatch], None],
         raw_ok: bool = False,
         max_queue: int = 100_000,
+        shared: bool = False,
     ) -> None:
         self._raw_ok = raw_ok
+        self._shared = shared
+        """Events carry the store's shared decoded object (a read-only watch), not a copy."""
         self._max_queue = max_queue
         self.filter = flt
         self._decode = decode
@@ -164,6 +167,8 @@ class StoreWatch:
         if record is None:
             assert self._bookmark is not None
             return WatchEvent(BOOKMARK, self._bookmark(rv))
+        if self._shared:
+            return WatchEvent(type_, record.obj)
         return WatchEvent(type_, self._decode(record.raw))
 
     def _bookmark_item(self) -> _Item | None:

@@ -223,7 +223,7 @@ class JobController:
     def run(self, stop: threading.Event) -> None:
         """Watch Jobs and Pods and reconcile until ``stop`` is set."""
         self.queue = WorkQueue()
-        followers = Followers(self.client, self.namespace)
+        followers = Followers(self.client, self.namespace, read_only=True)  # handlers pick keys
         followers.start(stop, c.JOB_API_VERSION, c.JOB_KIND, self._on_job)
         followers.start(stop, c.POD_API_VERSION, c.POD_KIND, self._on_pod)
         work_until_stopped(stop, self.client, self.queue, self._enqueue_all, self.resync_seconds, self._work)

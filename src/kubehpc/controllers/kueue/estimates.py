@@ -37,7 +37,7 @@ from kubehpc.controllers.kueue import workloads as W
 from kubehpc.controllers.kueue.conditions import find, remove_condition, set_condition
 from kubehpc.sched.admission import build, decide
 from kubehpc.sched.admission.model import AdmissionConfig
-from kubehpc.store.client import Client, PatchType
+from kubehpc.store.client import Client, ListOptions, PatchType
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -97,7 +97,8 @@ class EstimateLoop:
                 log.exception("estimating start times failed")
 
     def _list(self, kind: str, api_version: str = k.KUEUE_API_VERSION) -> list[Obj]:
-        return list(self.client.list(api_version, kind).items)
+        # Read only (writes go through copies: a patch, and a status built anew).
+        return list(self.client.list(api_version, kind, ListOptions(read_only=True)).items)
 
     def refresh(self) -> int:
         """One pass: returns how many Workloads were written."""

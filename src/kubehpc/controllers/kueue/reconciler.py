@@ -299,7 +299,7 @@ class JobReconciler:
             (k.PRIORITY_CLASS_API_VERSION, k.PRIORITY_CLASS, self._on_priority_class),
         ]
         self.queue = WorkQueue()
-        followers = Followers(self.client)
+        followers = Followers(self.client, read_only=True)  # handlers pick keys
         for av, kind, handler in sources:
             followers.start(stop, av, kind, handler)
         work_until_stopped(stop, self.client, self.queue, self._enqueue_all, self.resync_seconds, self._work)

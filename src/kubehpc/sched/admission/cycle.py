@@ -154,25 +154,24 @@ class _Decider:
         self._empty_tree: QuotaTree | None = None
         self._empty_usage: dict[tuple[str, tuple[PodSet, ...]], list[tuple[int, int]] | None] = {}
         self._queued: dict[str, list[Workload]] = {}
+        self._reserved_memo: dict[
+            tuple[PodSetAdmission, ...], tuple[list[tuple[int, int]], frozenset[int]]
+        ] = {}
 
     # ----------------------------------------------------------------- setup
 
-    def _hold(self, wl: Workload) -> None:
-        """Charge an admitted workload's reserved quota to its ClusterQueue."""
+    def _hold(self, wl: Workload, charge: dict[int, dict[int, int]]) -> None:
+        """Note an admitted workload as holding its reserved quota in its ClusterQueue; the
+        quota itself is added to ``charge`` (per quota-tree node and flavor-resource), which
+        ``_enqueue`` charges to the tree in one step per ClusterQueue."""
         q = self.queues.get(wl.reserved_in)
         if q is None or wl.reserved is None:
             return  # its ClusterQueue is gone: the quota it held no longer exists
-        usage: dict[int, int] = {}
-        for psa in wl.reserved:
-            flavor_of = dict(psa.flavors)
-            for res, amt in psa.usage:
-                flavor = flavor_of.get(res)
-                fr = self.tree.fr_index.get((flavor, res)) if flavor is not None else None
-                if fr is not None:
-                    usage[fr] = usage.get(fr, 0) + amt
-        items = sorted(usage.items())
-        self.tree.add(q.node, items)
-        self.holders[q.node].append(Holder(wl, q.node, items, frozenset(usage), wl.reserved_at, wl.evicted))
+        items, frs = self._reserved_items(wl.reserved)
+        node_charge = charge.setdefault(q.node, {})
+        for fr, amt in items:
+            node_charge[fr] = node_charge.get(fr, 0) + amt
+        self.holders[q.node].append(Holder(wl, q.node, items, frs, wl.reserved_at, wl.evicted))
         lq = self.snap.local_queues.get(wl.local_queue_key)
         if wl.evicted:
             return
@@ -184,6 +183,24 @@ class _Decider:
             self.evictions.append(
                 Eviction(wl.key, wl.uid, q.name, "LocalQueueStopped", "The LocalQueue is stopped")
             )
+
+    def _reserved_items(
+        self, reserved: tuple[PodSetAdmission, ...]
+    ) -> tuple[list[tuple[int, int]], frozenset[int]]:
+        """A reservation's usage per flavor-resource id, sorted; the same for every workload
+        with an equal reservation (shared: holders only read it)."""
+        got = self._reserved_memo.get(reserved)
+        if got is None:
+            usage: dict[int, int] = {}
+            for psa in reserved:
+                flavor_of = dict(psa.flavors)
+                for res, amt in psa.usage:
+                    flavor = flavor_of.get(res)
+                    fr = self.tree.fr_index.get((flavor, res)) if flavor is not None else None
+                    if fr is not None:
+                        usage[fr] = usage.get(fr, 0) + amt
+            got = self._reserved_memo[reserved] = (sorted(usage.items()), frozenset(usage))
+        return got
 
     def _selects_namespace(self, q: CompiledQueue, namespace: str) -> bool:
         key = (q.name, namespace)
@@ -199,9 +216,10 @@ class _Decider:
 
     def _enqueue(self) -> dict[str, list[Workload]]:
         queues: dict[str, list[Workload]] = {name: [] for name in self.queues}
+        charge: dict[int, dict[int, int]] = {}
         for wl in self.snap.workloads:
             if wl.reserved is not None:
-                self._hold(wl)
+                self._hold(wl, charge)
                 continue
             if wl.problem:
                 code = PendingCode(wl.problem)
@@ -231,6 +249,10 @@ class _Decider:
                 )
             else:
                 queues[q.name].append(wl)
+        # Charged per ClusterQueue in one step: what a parent holds depends only on the child's
+        # total (the part beyond its guaranteed quota), so one sum equals many small charges.
+        for node, usage in charge.items():
+            self.tree.add(node, sorted(usage.items()))
         for items in queues.values():
             items.sort(key=queue_order)
         self._queued = queues
