@@ -77,3 +77,24 @@ def test_warn_still_prunes_a_template_strict_has_seen(version: VersionSpec) -> N
     warnings = version.validate(obj, FieldValidation.WARN)
     assert any("imagePullPolicyy" in w for w in warnings)
     assert "imagePullPolicyy" not in obj["spec"]["podSets"][0]["template"]["spec"]["containers"][0]
+
+
+def test_fields_that_cannot_hold_a_template_are_not_walked() -> None:
+    from kubehpc.api.crd import _can_embed
+    from kubehpc.api.kinds.kueue.workload import Workload
+
+    fields = Workload.model_fields
+    assert _can_embed(fields["spec"].annotation)
+    assert not _can_embed(fields["status"].annotation)
+
+
+def test_a_recursive_model_is_walked_rather_than_skipped() -> None:
+    from pydantic import BaseModel
+
+    from kubehpc.api.crd import _can_embed
+
+    class Node(BaseModel):
+        children: list[Node] = []
+
+    Node.model_rebuild()
+    assert _can_embed(Node)

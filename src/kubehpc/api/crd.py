@@ -224,6 +224,9 @@ def _embedded_causes_remembered(model: type[BaseModel], view: Obj) -> tuple[list
     causes: list[Cause] = []
     warnings: list[str] = []
     for key, child in view.items():
+        info = _field_by_key(model, key)
+        if info is None or (_embedded_of(info) is None and not _can_embed(info.annotation)):
+            continue  # nothing under this field can be an embedded definition (a status)
         try:
             memo_key = (model, key, orjson.dumps(child)) if isinstance(child, dict | list) else None
         except TypeError:  # not plain JSON: check it as it is
@@ -392,8 +395,49 @@ def _embedded_causes(tp: Any, value: Any, path: str, mode: FieldValidation) -> t
     return out.causes, out.warnings
 
 
+# type -> whether a value of it can hold an embedded built-in definition, decided once per type
+_CAN_EMBED: dict[Any, bool] = {}
+_DECIDING: set[Any] = set()
+
+
+def _can_embed(tp: Any) -> bool:
+    """Whether :func:`_walk_embedded` could find an embedded definition under a value of type
+    ``tp``; False lets it skip the value (a Workload's status, a queue's quotas) unwalked.
+    Whenever unsure (a recursive type, an unhashable annotation) the answer is True."""
+    tp = _unwrap(tp)
+    try:
+        known = _CAN_EMBED.get(tp)
+    except TypeError:
+        return True
+    if known is not None:
+        return known
+    if tp in _DECIDING:
+        return True  # a recursive type: walk it rather than reason about the cycle
+    _DECIDING.add(tp)
+    try:
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            found = any(
+                _embedded_of(info) is not None or _can_embed(info.annotation)
+                for info in tp.model_fields.values()
+            )
+        elif typing.get_origin(tp) is list:
+            found = _can_embed(typing.get_args(tp)[0])
+        elif typing.get_origin(tp) is dict:
+            found = _can_embed(typing.get_args(tp)[1])
+        else:
+            found = False  # _walk_embedded looks no further into anything else
+    finally:
+        _DECIDING.discard(tp)
+    # A False rests only on Falses, so it is exact; a True may rest on a cycle's provisional
+    # True above, which at worst walks a value for nothing.
+    _CAN_EMBED[tp] = found
+    return found
+
+
 def _walk_embedded(tp: Any, value: Any, path: str, mode: FieldValidation, out: Collector) -> None:
     tp = _unwrap(tp)
+    if not _can_embed(tp):
+        return
     if isinstance(tp, type) and issubclass(tp, BaseModel):
         if not isinstance(value, dict):
             return
