@@ -8,6 +8,7 @@ import pytest
 from jobkit import NS, Cluster, job_manifest
 
 from kubehpc.controllers.job import JobController, plan_job
+from kubehpc.controllers.job.spec import JobSpec
 from kubehpc.store.client import DeleteOptions, Propagation
 
 
@@ -36,8 +37,9 @@ class CrashAfterStripping(JobController):
     def reconcile(self, namespace: str, name: str) -> float | None:
         for _ in range(2):  # one pass stores the uncounted UIDs and strips; then "crash"
             job = self.client.get("batch/v1", "Job", name, namespace)
-            plan = plan_job(job, self._owned_pods(job), self.clock.now())
-            self._apply(job, plan)
+            spec = JobSpec.of(job)
+            plan = plan_job(job, self._owned_pods(spec), self.clock.now())
+            self._apply(job, spec, plan)
             if self.stripped:
                 raise Crash(name)
         return None

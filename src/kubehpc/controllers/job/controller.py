@@ -81,7 +81,8 @@ class JobController:
                 self._backoff.pop((namespace, name), None)
                 self._release_orphans(namespace, name)
                 return None
-            pods = self._owned_pods(job)
+            spec = JobSpec.of(job)
+            pods = self._owned_pods(spec)
             key = (namespace, name)
             plan = plan_job(
                 job, pods, self.clock.now(), self.backoff, self.max_pods_per_sync, self._backoff.get(key)
@@ -92,7 +93,7 @@ class JobController:
                 self._api_failures.pop(key, None)
                 return requeue
             try:
-                failures = self._apply(job, plan)
+                failures = self._apply(job, spec, plan)
             except Conflict:
                 continue  # someone else wrote the Job meanwhile: plan again from what is stored
             except NotFound:
@@ -112,17 +113,16 @@ class JobController:
         else:
             self._backoff[key] = plan.backoff_record
 
-    def _owned_pods(self, job: Obj) -> list[Obj]:
-        spec = JobSpec.of(job)
+    def _owned_pods(self, spec: JobSpec) -> list[Obj]:
         selector = ",".join(f"{k}={v}" for k, v in sorted(spec.selector_labels.items()))
-        listed = self.client.list(
-            c.POD_API_VERSION, c.POD_KIND, ListOptions(namespace=spec.namespace, label_selector=selector)
-        )
+        # Read only: planning reads the pods and builds new ones from the Job's template.
+        options = ListOptions(namespace=spec.namespace, label_selector=selector, read_only=True)
+        listed = self.client.list(c.POD_API_VERSION, c.POD_KIND, options)
         return [p for p in listed.items if P.is_owned_by(p, spec.uid)]
 
-    def _apply(self, job: Obj, plan: JobPlan) -> int:
+    def _apply(self, job: Obj, spec: JobSpec, plan: JobPlan) -> int:
         """Apply the plan in its safe order; returns how many pod writes were refused."""
-        namespace = JobSpec.of(job).namespace
+        namespace = spec.namespace
         refused = 0
         for deletion in plan.delete:
             if deletion.remove_finalizer:
@@ -157,7 +157,7 @@ class JobController:
             stored = self.client.update_status({**job, "status": status})
         # The failures this pass saw are now recorded in the status: remember them, as the
         # real controller does right after its first status flush.
-        self._remember_backoff(JobSpec.of(job).key, plan)
+        self._remember_backoff(spec.key, plan)
         for pod_name in plan.remove_finalizers:
             self._strip_finalizer(namespace, pod_name)
         for event in plan.events:
@@ -169,7 +169,7 @@ class JobController:
             self.client.delete(
                 c.JOB_API_VERSION,
                 c.JOB_KIND,
-                JobSpec.of(job).name,
+                spec.name,
                 namespace,
                 DeleteOptions(propagation_policy=Propagation.FOREGROUND, preconditions_uid=uid),
             )
@@ -251,9 +251,10 @@ class JobController:
             self.queue.add(spec.key)
 
     def _on_job(self, event_type: str, job: Obj) -> None:
-        spec = JobSpec.of(job)
+        meta = job.get("metadata") or {}
+        key = (str(meta.get("namespace") or "default"), str(meta.get("name", "")))
         # A new Job is synced at once; an update (mostly our own status writes) is batched.
-        self.queue.add(spec.key, self._batch_s() if event_type == "MODIFIED" else 0.0)
+        self.queue.add(key, self._batch_s() if event_type == "MODIFIED" else 0.0)
 
     def _batch_s(self) -> float:
         return self.clock.wall_seconds(SYNC_BATCH_S)
