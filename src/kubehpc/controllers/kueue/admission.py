@@ -180,7 +180,8 @@ class AdmissionLoop:
         self._thread: threading.Thread | None = None
 
     def _new_informers(self) -> list[Informer]:
-        return [Informer(self.client, av, kind, self._queue) for av, kind in self._watched]
+        # The cache only reads what it is sent; every write starts from a copy (``_copy``).
+        return [Informer(self.client, av, kind, self._queue, read_only=True) for av, kind in self._watched]
 
     def _now(self) -> float:
         return self.clock.now().timestamp()

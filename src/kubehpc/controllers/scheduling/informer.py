@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kubehpc.api.errors import ApiError
@@ -39,8 +39,12 @@ class Informer:
         api_version: str,
         kind: str,
         events: queue.Queue[Event] | queue.SimpleQueue[Event],
+        read_only: bool = False,
     ) -> None:
+        """``read_only``: whoever takes the events only reads their objects (and copies one
+        before changing it), so the embedded store may hand out its shared objects."""
         self.client = client
+        self.read_only = read_only
         self.api_version = api_version
         self.kind = kind
         self.events = events
@@ -49,7 +53,7 @@ class Informer:
         self._thread: threading.Thread | None = None
 
     def list_now(self) -> tuple[tuple[Obj, ...], str]:
-        listed = self.client.list(self.api_version, self.kind, READ)
+        listed = self.client.list(self.api_version, self.kind, replace(READ, read_only=self.read_only))
         return tuple(listed.items), listed.resource_version
 
     def start(self, resource_version: str) -> None:
@@ -63,7 +67,9 @@ class Informer:
         while not self._stopped.is_set():
             try:
                 self._watch = self.client.watch(
-                    self.api_version, self.kind, ListOptions(resource_version=rv, without_managed_fields=True)
+                    self.api_version,
+                    self.kind,
+                    ListOptions(resource_version=rv, without_managed_fields=True, read_only=self.read_only),
                 )
                 if self._stopped.is_set():
                     self._watch.stop()
