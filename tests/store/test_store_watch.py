@@ -266,3 +266,24 @@ def test_a_watch_whose_consumer_falls_too_far_behind_is_closed(registry: Registr
     assert summary(take(again, 1)) == [("ADDED", "after")]
     again.stop()
     store.close()
+
+
+def test_a_batch_larger_than_the_watch_queue_closes_the_watch(registry: Registry) -> None:
+    store = Store(registry, None, max_watch_queue=3)
+    w = store.watch("v1", "ConfigMap", ListOptions(resource_version=str(store.resource_version)))
+    with store.batch():
+        for i in range(4):
+            store.create(configmap(f"c{i}"))
+    assert list(w) == []
+    store.close()
+
+
+def test_a_batch_reaches_each_watch_whole_and_in_order(registry: Registry) -> None:
+    store = Store(registry, None, max_watch_queue=3)
+    w = store.watch("v1", "ConfigMap", ListOptions(resource_version=str(store.resource_version)))
+    with store.batch():
+        for i in range(3):
+            store.create(configmap(f"c{i}"))
+    assert summary(take(w, 3)) == [("ADDED", "c0"), ("ADDED", "c1"), ("ADDED", "c2")]
+    w.stop()
+    store.close()

@@ -119,6 +119,40 @@ def kubernetes_version() -> str:
 # Compiler
 
 
+# Definitions whose values repeat from object to object: every pod of a Job, and every Job of
+# one template, carries the same PodSpec. A value found valid under Strict is remembered.
+REMEMBERED = frozenset({"io.k8s.api.core.v1.PodSpec"})
+_REMEMBERED_MAX = 1024
+
+
+def _remembering(check: Check) -> Check:
+    """``check``, skipped for a value whose JSON it has already passed under Strict. Under
+    Strict a check only reads the value (nothing is pruned) and its verdict depends on the
+    value alone; only a clean pass is remembered, so a bad value is reported (at its own path)
+    on every write, and Warn and Ignore, which prune, always run the check."""
+    passed: dict[bytes, None] = {}
+
+    def check_remembered(value: Any, path: str, out: Collector) -> None:
+        if not out.strict:
+            check(value, path, out)
+            return
+        try:
+            key = orjson.dumps(value)
+        except TypeError:  # not plain JSON: check it as it is
+            check(value, path, out)
+            return
+        if key in passed:
+            return
+        found = len(out.causes), len(out.warnings)
+        check(value, path, out)
+        if (len(out.causes), len(out.warnings)) == found:
+            if len(passed) >= _REMEMBERED_MAX:
+                passed.clear()
+            passed[key] = None
+
+    return check_remembered
+
+
 class _Compiler:
     def __init__(self, defs: Mapping[str, Any]) -> None:
         self.defs = defs
@@ -135,6 +169,8 @@ class _Compiler:
                 check = _check_int_or_string
             else:
                 check = self.compile(self.defs[name])
+                if name in REMEMBERED:
+                    check = _remembering(check)
             self.compiled[name] = check
         return check
 

@@ -234,12 +234,13 @@ class Store(WritesMixin):
             # Compact in steps of a tenth of the window so the DELETE is amortised.
             self._durable_floor = self._rv - self._durable_history
             self._log.compact(self._durable_floor)
-        touched: set[str] = set()
+        by_resource: dict[str, list[Change]] = {}
         for change in pending:
-            for w in self._watchers[change.resource]:
-                w.offer(change)
-            touched.add(change.resource)
-        for resource in touched:
+            by_resource.setdefault(change.resource, []).append(change)
+        for resource, changes in by_resource.items():
+            for w in self._watchers[resource]:
+                w.offer_all(changes)
+        for resource in by_resource:
             watchers = self._watchers[resource]
             if any(w.stopped for w in watchers):
                 self._watchers[resource] = {w for w in watchers if not w.stopped}

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
 import orjson
@@ -119,12 +119,33 @@ class StoreWatch:
         self._wake_async()
 
     def offer(self, change: Change) -> None:
-        type_ = self.filter.event_type(change)
-        if type_ is None:
-            with self._cond:
-                self._progress = change.rv
-            return
-        self.push(type_, change.record, change.rv)
+        self.offer_all((change,))
+
+    def offer_all(self, changes: Sequence[Change]) -> None:
+        """``changes`` (one commit's, of this watch's resource, in order) with one lock and one
+        wake-up for all of them: a batch of writes costs each watcher one hand-over."""
+        items = [
+            (type_, change.record, change.rv)
+            for change in changes
+            if (type_ := self.filter.event_type(change)) is not None
+        ]
+        with self._cond:
+            if self._stopped:
+                return
+            if items and len(self._items) + len(items) > self._max_queue:
+                # A consumer this far behind (or gone without stop()) is cut off, as the API
+                # server closes slow watches: the stream ends and the client re-watches from
+                # the last resourceVersion it saw. The store drops us after this flush.
+                self._stopped = True
+                self._items.clear()
+                self._cond.notify_all()
+            elif items:
+                self._items.extend(items)
+                self._cond.notify()
+            if changes:
+                self._progress = changes[-1].rv
+        if items:
+            self._wake_async()
 
     def _wake_async(self) -> None:
         loop = self._loop
