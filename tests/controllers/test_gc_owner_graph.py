@@ -87,6 +87,17 @@ def test_new_owner_references_mark_the_dependent() -> None:
     assert [d["metadata"]["name"] for d in graph.dependents_of("a")] == ["b"]
 
 
+def test_a_full_round_looks_only_at_objects_with_owners_or_being_deleted() -> None:
+    graph = OwnerGraph()
+    graph.replace(CM, [obj("a", "a"), obj("b", "b", "a"), obj("c", "c", deleting="orphan")])
+    assert graph.interesting == {"b", "c"}
+    graph.put(CM, obj("a", "a", deleting="foregroundDeletion"))
+    graph.put(CM, obj("b", "b"))
+    assert graph.interesting == {"a", "c"}
+    graph.delete(obj("c", "c"))
+    assert graph.interesting == {"a"}
+
+
 def test_a_gone_dependent_marks_its_owner_waiting_in_foreground_deletion() -> None:
     graph = OwnerGraph()
     graph.replace(CM, [obj("a", "a", deleting="foregroundDeletion"), obj("b", "b", "a")])

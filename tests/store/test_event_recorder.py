@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 from storekit import configmap
 
 from kubehpc.store.client import ListOptions
@@ -39,3 +42,28 @@ def test_a_repeated_event_increments_count_instead_of_creating_another(store: St
 def test_recording_into_a_missing_namespace_fails_quietly(store: Store) -> None:
     cm = configmap("c", "nowhere")
     assert EventRecorder(store, "test").record(cm, "Normal", "X", "y") is None
+
+
+def test_an_event_is_named_as_client_go_names_it(store: Store) -> None:
+    cm = store.create(configmap("c"))
+    ev = EventRecorder(store, "test").record(cm, "Normal", "Created", "made it")
+    assert ev is not None
+    name, _, stamp = ev["metadata"]["name"].partition(".")
+    assert name == "c" and int(stamp, 16) > 0
+
+
+def test_two_events_given_the_same_name_are_both_kept(store: Store, monkeypatch: Any) -> None:
+    cm = store.create(configmap("c"))
+    monkeypatch.setattr(time, "time_ns", lambda: 0x1234)
+    recorder = EventRecorder(store, "test")
+    recorder.record(cm, "Normal", "First", "one")
+    recorder.record(cm, "Normal", "Second", "two")
+    events = store.list("v1", "Event", ListOptions(field_selector="involvedObject.name=c")).items
+    assert sorted(e["reason"] for e in events) == ["First", "Second"]
+    assert "c.1234" in {e["metadata"]["name"] for e in events}
+
+
+def test_an_event_about_an_object_with_a_long_name_has_a_valid_name(store: Store) -> None:
+    cm = store.create(configmap("c" * 253))
+    ev = EventRecorder(store, "test").record(cm, "Normal", "Created", "made it")
+    assert ev is not None and len(ev["metadata"]["name"]) <= 253

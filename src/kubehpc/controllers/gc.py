@@ -78,7 +78,9 @@ class GarbageCollector:
         """Look at the objects ``uids`` of ``graph`` (None: at all of them): owners being
         deleted with a finalizer, dependents that may have lost their owners."""
         objects = graph.objects
-        candidates = list(objects) if uids is None else sorted(u for u in uids if u in objects)
+        # A full round looks only at objects with owners or being deleted: nothing else can
+        # need collecting (most objects, Events first of all, have neither).
+        candidates = list(graph.interesting) if uids is None else sorted(u for u in uids if u in objects)
         writes = 0
         for uid in candidates:
             owner = objects[uid]
@@ -328,6 +330,8 @@ class OwnerGraph:
         self._kind_uids: dict[KindRef, set[str]] = {}
         self._dirty: set[str] = set()
         self._everything = True
+        self.interesting: set[str] = set()
+        """Uids of the objects with owner references or a deletion timestamp."""
 
     @property
     def pending(self) -> bool:
@@ -360,10 +364,15 @@ class OwnerGraph:
             self._dirty.add(uid)
         if _held_by_finalizer(obj):
             self._dirty.add(uid)
+        if after or _meta(obj).get("deletionTimestamp"):
+            self.interesting.add(uid)
+        else:
+            self.interesting.discard(uid)
 
     def delete(self, obj: Obj) -> None:
         uid = str(_meta(obj).get("uid", ""))
         gone = self.objects.pop(uid, None)
+        self.interesting.discard(uid)
         for uids in self._kind_uids.values():
             uids.discard(uid)
         for owner in _refs(gone if gone is not None else obj):

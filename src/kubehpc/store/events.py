@@ -14,7 +14,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from kubehpc.api.errors import ApiError, NotFound
+from kubehpc.api.errors import AlreadyExists, ApiError, NotFound
 from kubehpc.store.client import Client, PatchType
 from kubehpc.store.strategy import rfc3339
 
@@ -37,6 +37,13 @@ def _involved(obj: Obj) -> Obj:
         if meta.get(src):
             ref[dst] = meta[src]
     return ref
+
+
+def _event_name(object_name: str) -> str:
+    """client-go's event name: the object's name, a dot, the time in hexadecimal nanoseconds;
+    cut to the 253 characters a name may have."""
+    suffix = f".{time.time_ns():x}"
+    return object_name[: 253 - len(suffix)] + suffix
 
 
 class EventRecorder:
@@ -80,10 +87,12 @@ class EventRecorder:
             source: Obj = {"component": self.component}
             if self.host:
                 source["host"] = self.host
+            # Named as client-go's recorder names events: the object's name and the time in
+            # hexadecimal nanoseconds (no server-side name search per event).
             event: Obj = {
                 "apiVersion": "v1",
                 "kind": "Event",
-                "metadata": {"generateName": f"{ref['name']}.", "namespace": namespace},
+                "metadata": {"name": _event_name(ref["name"]), "namespace": namespace},
                 "involvedObject": ref,
                 "reason": reason,
                 "message": message,
@@ -95,7 +104,12 @@ class EventRecorder:
                 "reportingComponent": self.component,
                 "reportingInstance": self.host,
             }
-            out = self.client.create(event)
+            try:
+                out = self.client.create(event)
+            except AlreadyExists:  # two events of one object in one nanosecond
+                del event["metadata"]["name"]
+                event["metadata"]["generateName"] = f"{ref['name']}."
+                out = self.client.create(event)
             self._remember(key, out["metadata"]["name"], namespace, 1)
             return out
         except ApiError as exc:
