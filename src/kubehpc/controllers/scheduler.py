@@ -24,9 +24,10 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from kubehpc.api.devices import allocate_pod
-from kubehpc.api.errors import ApiError, Conflict, NotFound
+from kubehpc.api.errors import ApiError, Conflict, InternalError, NotFound
 from kubehpc.controllers.scheduling.apply import (
     Binder,
     BindMode,
@@ -40,9 +41,10 @@ from kubehpc.controllers.scheduling.informer import RELIST, Event, Informer
 from kubehpc.controllers.scheduling.planned import PlannedNodes
 from kubehpc.sched import DeviceState, NodeTable, SchedulerConfig, Snapshot
 from kubehpc.sched.devices import holders_of
-from kubehpc.store.client import Client
+from kubehpc.store.client import Client, write_batch
 
 log = logging.getLogger(__name__)
+Obj = dict[str, Any]
 
 # PriorityClasses first, so pods listed after them get their priority at once.
 PLANNED_NODE_NO_FIT = "PlannedNodeNoFit"
@@ -244,28 +246,41 @@ class Scheduler:
         snapshot = self.snapshot()
         decisions = self.gangs.decide(snapshot, self.clock())
         shapes = {w.key: w.shape for w in cache.waiting.values()}
-        bound = failed = 0
-        for binding in decisions.bindings:
-            key = binding.pod
-            waiting = cache.waiting.get(key)
-            if waiting is None:
-                continue
-            allocation = {container: list(ids) for container, ids in binding.devices}
-            cache.assume(key, binding.node, holders_of(allocation, shapes[key]) if allocation else Counter())
-            self.planned.assumed(key, binding.node)
-            try:
-                self.binder.bind(waiting.obj, binding.node, binding.devices)
-            except ApiError as err:
-                failed += 1
-                self._forget(key, waiting.obj, err)
-                continue
-            bound += 1
-            if self.options.record_events:
-                meta = waiting.obj.get("metadata") or {}
-                message = (
-                    f"Successfully assigned {meta.get('namespace')}/{meta.get('name')} to {binding.node}"
-                )
-                record_event(self.client, waiting.obj, "Normal", "Scheduled", message, self.clock())
+        failed = 0
+        bound: list[tuple[str, Obj]] = []
+        try:
+            # The cycle's bindings and their events in one commit (on the embedded store).
+            with write_batch(self.client):
+                for binding in decisions.bindings:
+                    key = binding.pod
+                    waiting = cache.waiting.get(key)
+                    if waiting is None:
+                        continue
+                    allocation = {container: list(ids) for container, ids in binding.devices}
+                    holders = holders_of(allocation, shapes[key]) if allocation else Counter()
+                    cache.assume(key, binding.node, holders)
+                    self.planned.assumed(key, binding.node)
+                    try:
+                        self.binder.bind(waiting.obj, binding.node, binding.devices)
+                    except ApiError as err:
+                        failed += 1
+                        self._forget(key, waiting.obj, err)
+                        continue
+                    bound.append((key, waiting.obj))
+                    if self.options.record_events:
+                        meta = waiting.obj.get("metadata") or {}
+                        message = (
+                            f"Successfully assigned {meta.get('namespace')}/{meta.get('name')} "
+                            f"to {binding.node}"
+                        )
+                        record_event(self.client, waiting.obj, "Normal", "Scheduled", message, self.clock())
+        except Exception as exc:
+            # The commit failed and took every binding of the cycle with it: give their room
+            # back and let those pods wait again.
+            lost = InternalError(f"committing the cycle's bindings failed: {exc}")
+            for key, pod in bound:
+                self._forget(key, pod, lost)
+            raise
         pending_keys: list[str] = []
         fell_back = self.planned.fall_back(key for pending in decisions.pending for key in pending.pods)
         for key, node in fell_back.items():
@@ -296,7 +311,7 @@ class Scheduler:
         cache.park(pending_keys)
         for key in [k for k in self._written if k not in cache.waiting]:
             del self._written[key]
-        return CycleReport(bound=bound, pending=len(pending_keys), failed=failed)
+        return CycleReport(bound=len(bound), pending=len(pending_keys), failed=failed)
 
     def _planned_node_gone(self, key: str, node: str) -> None:
         """A pod's node chosen at admission does not fit it now: say so, and place it anew."""
