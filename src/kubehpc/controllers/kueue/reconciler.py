@@ -48,7 +48,7 @@ from kubehpc.sched.planned import (
     encode,
     plan_of_assignment,
 )
-from kubehpc.store.client import Client
+from kubehpc.store.client import Client, ListOptions
 from kubehpc.store.events import EventRecorder, record_quietly
 
 log = logging.getLogger(__name__)
@@ -186,7 +186,9 @@ class JobReconciler:
         name = job.priority_class() if isinstance(job, JobWithPriorityClass) else ""
         classes = {
             str(pc["metadata"]["name"]): pc
-            for pc in self.client.list(k.PRIORITY_CLASS_API_VERSION, k.PRIORITY_CLASS).items
+            for pc in self.client.list(
+                k.PRIORITY_CLASS_API_VERSION, k.PRIORITY_CLASS, ListOptions(read_only=True)
+            ).items
         }
         try:
             resolved = resolve_priority({"priorityClassName": name} if name else {}, classes)

@@ -23,7 +23,7 @@ from kubehpc.controllers.kueue.jobframework import Integration, queue_name
 from kubehpc.controllers.kueue.jobs import batchjob, mpijob, raycluster, rayjob
 from kubehpc.controllers.scheduling.priority import admit_pod_priority
 from kubehpc.store.admission import Operation
-from kubehpc.store.client import Client
+from kubehpc.store.client import Client, ListOptions
 
 Obj = dict[str, Any]
 DEFAULT_INTEGRATIONS: tuple[Integration, ...] = (
@@ -116,6 +116,6 @@ class PodPriorityHook:
         if operation != "CREATE" or rt.kind != "Pod" or rt.group != "":
             return
         client = self._client() if callable(self._client) else self._client
-        listed = client.list(k.PRIORITY_CLASS_API_VERSION, k.PRIORITY_CLASS)
+        listed = client.list(k.PRIORITY_CLASS_API_VERSION, k.PRIORITY_CLASS, ListOptions(read_only=True))
         classes = {str(pc["metadata"]["name"]): pc for pc in listed.items}
         admit_pod_priority(obj, classes)
