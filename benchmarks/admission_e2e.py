@@ -164,7 +164,21 @@ def start_profile(path: str) -> subprocess.Popen[bytes] | None:
     spy = Path(sys.executable).with_name("py-spy")
     if not spy.exists():
         raise SystemExit(f"--profile needs py-spy beside {sys.executable} (pip install py-spy)")
-    cmd = [str(spy), "record", "--pid", str(os.getpid()), "-g", "-t", "-r", "200", "-f", "raw", "-o", path]
+    cmd = [
+        str(spy),
+        "record",
+        "--nonblocking",
+        "--pid",
+        str(os.getpid()),
+        "-g",
+        "-t",
+        "-r",
+        "200",
+        "-f",
+        "raw",
+        "-o",
+        path,
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1.0)  # py-spy attaches before the timed part begins
     return proc

@@ -6,9 +6,10 @@ object (graceful pod termination, finalizers, propagation), and the namespace li
 
 from __future__ import annotations
 
+import functools
+import os
 import random
 import time
-import uuid
 from datetime import UTC, datetime
 from typing import Any
 
@@ -32,21 +33,19 @@ TERMINAL_POD_PHASES = ("Succeeded", "Failed")
 
 def rfc3339(epoch: float) -> str:
     """Kubernetes timestamps: RFC 3339, whole seconds, UTC with a Z."""
-    return datetime.fromtimestamp(int(epoch), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _stamp(int(epoch))
 
 
-_last_stamp: tuple[int, str] = (-1, "")
+@functools.lru_cache(maxsize=64)
+def _stamp(second: int) -> str:
+    # Formatted once per second: every create, condition and Event stamps the current second,
+    # and strftime is a measurable part of a write.
+    return datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def now_rfc3339() -> str:
-    """The current time as a Kubernetes timestamp (formatted once per second: strftime is a
-    measurable part of a create)."""
-    global _last_stamp
-    second = int(time.time())
-    cached = _last_stamp
-    if cached[0] != second:
-        cached = _last_stamp = (second, rfc3339(second))
-    return cached[1]
+    """The current time as a Kubernetes timestamp."""
+    return _stamp(int(time.time()))
 
 
 def generated_name(prefix: str, rng: random.Random) -> str:
@@ -54,7 +53,13 @@ def generated_name(prefix: str, rng: random.Random) -> str:
 
 
 def new_uid() -> str:
-    return str(uuid.uuid4())
+    """A random (version 4) UUID, as the API server gives each object; formatted by hand, which
+    costs a sixth of ``str(uuid.uuid4())``."""
+    b = bytearray(os.urandom(16))
+    b[6] = (b[6] & 0x0F) | 0x40  # version 4
+    b[8] = (b[8] & 0x3F) | 0x80  # RFC 4122 variant
+    h = b.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def resource_ref(rt: ResourceType) -> str:

@@ -12,12 +12,12 @@ from __future__ import annotations
 import enum
 import json
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from kubehpc.api.devices import POD_DEVICES_ANNOTATION
 from kubehpc.api.errors import ApiError, BadRequest
 from kubehpc.store.client import Client, PatchType
+from kubehpc.store.strategy import rfc3339
 
 Obj = dict[str, Any]
 Devices = tuple[tuple[str, tuple[str, ...]], ...]
@@ -28,23 +28,6 @@ class BindMode(enum.StrEnum):
     BINDING = "Binding"  # create a v1 Binding (any Kubernetes API server)
     PATCH = "Patch"  # merge-patch spec.nodeName (an embedded store without Binding)
     AUTO = "Auto"  # Binding, falling back to Patch once the store says it has no such kind
-
-
-_last_stamp: tuple[int, str] = (-1, "")
-
-
-def rfc3339(seconds: float) -> str:
-    """``seconds`` as RFC 3339 to the whole second, as Kubernetes writes timestamps. Formatted
-    once per second: draining a backlog writes an Event per pod, thousands within one second,
-    and formatting each took more than building the Event."""
-    global _last_stamp
-    whole = int(seconds // 1)
-    cached = _last_stamp  # one read: another thread may replace it meanwhile, never tear it
-    if cached[0] == whole:
-        return cached[1]
-    stamp = datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    _last_stamp = (whole, stamp)
-    return stamp
 
 
 def device_annotations(devices: Devices) -> dict[str, str]:
