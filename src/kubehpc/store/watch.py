@@ -102,21 +102,7 @@ class StoreWatch:
         self._progress = rv
 
     def push(self, type_: str, record: Record, rv: int) -> None:
-        with self._cond:
-            if self._stopped:
-                return
-            if len(self._items) >= self._max_queue:
-                # A consumer this far behind (or gone without stop()) is cut off, as the API
-                # server closes slow watches: the stream ends and the client re-watches from
-                # the last resourceVersion it saw. The store drops us after this flush.
-                self._stopped = True
-                self._items.clear()
-                self._cond.notify_all()
-            else:
-                self._items.append((type_, record, rv))
-                self._progress = rv
-                self._cond.notify()
-        self._wake_async()
+        self._put([(type_, record, rv)], rv)
 
     def offer(self, change: Change) -> None:
         self.offer_all((change,))
@@ -124,11 +110,16 @@ class StoreWatch:
     def offer_all(self, changes: Sequence[Change]) -> None:
         """``changes`` (one commit's, of this watch's resource, in order) with one lock and one
         wake-up for all of them: a batch of writes costs each watcher one hand-over."""
+        if not changes:
+            return
         items = [
             (type_, change.record, change.rv)
             for change in changes
             if (type_ := self.filter.event_type(change)) is not None
         ]
+        self._put(items, changes[-1].rv)
+
+    def _put(self, items: Sequence[_Item], progress: int) -> None:
         with self._cond:
             if self._stopped:
                 return
@@ -142,8 +133,7 @@ class StoreWatch:
             elif items:
                 self._items.extend(items)
                 self._cond.notify()
-            if changes:
-                self._progress = changes[-1].rv
+            self._progress = progress
         if items:
             self._wake_async()
 
