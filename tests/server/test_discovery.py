@@ -5,6 +5,7 @@ from __future__ import annotations
 import httpx
 
 from kubehpc.server.http import DISCOVERY_V2
+from kubehpc.server.openapi import V2_PROTOBUF
 
 AGGREGATED_ACCEPT = (
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
@@ -69,6 +70,18 @@ def test_unknown_group_version_is_404(http: httpx.Client) -> None:
     assert http.get("/apis/nosuch.example.com/v1").status_code == 404
 
 
+def test_openapi_v2_is_an_empty_document_in_protobuf_or_json(http: httpx.Client) -> None:
+    # kubectl asks for it only for kinds without a v3 document, in protobuf.
+    pb = http.get(
+        "/openapi/v2", headers={"Accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"}
+    )
+    assert pb.headers["content-type"].startswith(V2_PROTOBUF)
+    assert pb.content.startswith(b"\x0a\x032.0\x12")  # swagger = "2.0", then info
+    assert b"kubehpc" in pb.content
+    doc = http.get("/openapi/v2").json()
+    assert doc["swagger"] == "2.0" and doc["definitions"] == {} and doc["paths"] == {}
+
+
 def test_openapi_v3_index_points_at_every_group_version(http: httpx.Client) -> None:
     paths = http.get("/openapi/v3").json()["paths"]
     assert paths["api/v1"]["serverRelativeURL"].startswith("/openapi/v3/api/v1?hash=")
@@ -98,8 +111,3 @@ def test_custom_kinds_do_not_advertise_strategic_merge_patch(http: httpx.Client)
     patches = [ops["patch"] for ops in doc["paths"].values() if "patch" in ops]
     assert patches
     assert all("application/strategic-merge-patch+json" not in p["requestBody"]["content"] for p in patches)
-
-
-def test_openapi_v2_is_not_served(http: httpx.Client) -> None:
-    response = http.get("/openapi/v2")
-    assert response.status_code == 404 and response.json()["kind"] == "Status"

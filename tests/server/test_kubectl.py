@@ -71,6 +71,15 @@ def test_apply_reports_a_misspelt_field_by_path(control_plane: ControlPlane, ns:
     assert 'unknown field "spec.containers[0].imagePullPolicyy"' in out
 
 
+def test_apply_of_a_kind_nobody_serves_says_so_as_against_any_api_server(
+    control_plane: ControlPlane, ns: str, tmp_path: Path
+) -> None:
+    gadget = {"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g", "namespace": ns}}
+    out = control_plane.kubectl("apply", "-f", manifest(tmp_path, "gadget.yaml", gadget), check=False)
+    assert 'no matches for kind "Gadget" in version "example.com/v1"' in out, out
+    assert "openapi" not in out
+
+
 def test_get_prints_a_table(control_plane: ControlPlane, ns: str, tmp_path: Path) -> None:
     control_plane.kubectl("apply", "-f", manifest(tmp_path, "p.yaml", pod("web", ns)))
     lines = control_plane.kubectl("get", "pods", "-n", ns).splitlines()

@@ -19,9 +19,9 @@ from starlette.types import Receive, Scope, Send
 
 from kubehpc.api.errors import ApiError, InternalError, NotFound, Unauthorized
 from kubehpc.api.registry import Registry
-from kubehpc.server.discovery import DiscoveryDocuments, api_versions
-from kubehpc.server.http import dumps, error_response, raw_json_response, wants_discovery_v2
-from kubehpc.server.openapi import OpenAPIDocuments
+from kubehpc.server.discovery import GIT_VERSION, DiscoveryDocuments, api_versions
+from kubehpc.server.http import JSON, dumps, error_response, raw_json_response, wants_discovery_v2
+from kubehpc.server.openapi import V2_PROTOBUF, V2_PROTOBUF_ASKED, OpenAPIDocuments, openapi_v2
 from kubehpc.server.resources import ResourceHandlers, Target
 from kubehpc.store.client import Client
 from kubehpc.store.home import Home
@@ -101,7 +101,7 @@ class KubeAPI:
         if path == "/version":
             return raw_json_response(self.discovery.version)
         if head == "openapi":
-            return self._openapi(parts[1:])
+            return self._openapi(parts[1:], request.headers.get("accept", ""))
         if path == "/metrics" and self.metrics is not None:
             # Like the API server's /metrics: authenticated, Prometheus text format.
             return Response(generate_latest(self.metrics), media_type=CONTENT_TYPE_LATEST)
@@ -154,15 +154,18 @@ class KubeAPI:
         sub = rest[2] if len(rest) > 2 else ""
         return Target(rt, vs, namespace, name, sub)
 
-    def _openapi(self, rest: list[str]) -> Response:
+    def _openapi(self, rest: list[str], accept: str) -> Response:
         if rest == ["v3"]:
             return raw_json_response(self.openapi.index())
         if len(rest) > 1 and rest[0] == "v3":
             doc = self.openapi.document("/".join(rest[1:]))
             if doc is not None:
                 return raw_json_response(doc)
-        # /openapi/v2 is not served: kubectl then validates on the server (fieldValidation),
-        # which the v3 documents advertise, and computes apply patches from v3 or its own types.
+        if rest == ["v2"]:
+            # Only asked for kinds without a v3 document (see server/openapi.py): empty.
+            protobuf = any(asked in accept for asked in V2_PROTOBUF_ASKED)
+            body = openapi_v2("kubehpc", GIT_VERSION, protobuf)
+            return raw_json_response(body, content_type=V2_PROTOBUF if protobuf else JSON)
         raise NotFound("the server could not find the requested resource")
 
 

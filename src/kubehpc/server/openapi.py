@@ -7,6 +7,11 @@ kubectl reads them for two decisions, so their shape matters more than their com
   ``fieldValidation``. Found: it sends ``fieldValidation=Strict`` and leaves validation to us.
   Not found, it falls back to client-side validation with /openapi/v2, which we do not serve
   (a 404 there makes ``kubectl apply`` fail), so every served kind must have that operation.
+* kinds the server does not serve: kubectl finds no v3 document for their group version and
+  asks /openapi/v2 instead; it must get an answer, or ``kubectl apply`` stops at "failed to
+  download openapi" instead of saying, as against any API server, that no such kind exists.
+  /openapi/v2 is therefore a document without definitions (protobuf, as kubectl asks for it,
+  or JSON): kubectl finds nothing to validate there and goes on to its mapping error.
 * client-side apply: when the PATCH operation accepts strategic-merge-patch+json, kubectl
   computes a strategic merge patch from the kind's component schema (matched by its
   ``x-kubernetes-group-version-kind``); otherwise it sends a JSON merge patch, as for custom
@@ -219,3 +224,28 @@ class OpenAPIDocuments:
                     paths[key] = {"serverRelativeURL": f"/openapi/v3/{key}?hash={digest}"}
             self._index = dumps({"paths": paths})
         return self._index
+
+
+V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+"""The protobuf media type of /openapi/v2 as the API server answers it. Clients still ask with
+an ``@`` before the version, which Go's media-type parser refuses in a Content-Type."""
+V2_PROTOBUF_ASKED = (
+    "com.github.proto-openapi.spec.v2@v1.0+protobuf",
+    "com.github.proto-openapi.spec.v2.v1.0+protobuf",
+)
+
+
+def _proto_string(field: int, value: bytes) -> bytes:
+    """One length-delimited protobuf field (wire type 2); our strings and messages are short."""
+    assert len(value) < 128
+    return bytes([field << 3 | 2, len(value)]) + value
+
+
+def openapi_v2(title: str, version: str, protobuf: bool) -> bytes:
+    """The empty Swagger 2.0 document: gnostic's ``openapi_v2.Document`` (``swagger`` = 1,
+    ``info`` = 2, within it ``title`` = 1, ``version`` = 2) when ``protobuf``, else JSON."""
+    if protobuf:
+        info = _proto_string(1, title.encode()) + _proto_string(2, version.encode())
+        return _proto_string(1, b"2.0") + _proto_string(2, info)
+    doc = {"swagger": "2.0", "info": {"title": title, "version": version}, "paths": {}, "definitions": {}}
+    return dumps(doc)
