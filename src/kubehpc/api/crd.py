@@ -35,7 +35,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticCustomError
 
 from kubehpc.api import names
-from kubehpc.api.errors import Cause, invalid
+from kubehpc.api.errors import Cause, invalid, unknown_field
 from kubehpc.api.quantity import parse_quantity
 from kubehpc.api.registry import Default, FieldValidation, Obj, ResourceType, Validate
 from kubehpc.api.schema import Collector, definitions, validate_definition
@@ -196,7 +196,7 @@ def check_model(
         causes, _, _ = _run(model, pruned)
     warnings: list[str] = []
     if mode == FieldValidation.STRICT:
-        causes = [Cause(p, f'unknown field "{p}"', "FieldValueInvalid") for p in unknown] + causes
+        causes = [unknown_field(p) for p in unknown] + causes
     elif mode == FieldValidation.WARN:
         warnings = [f'unknown field "{p}"' for p in unknown]
     if mode != FieldValidation.STRICT:

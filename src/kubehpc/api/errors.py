@@ -23,6 +23,16 @@ class Cause:
         return {"reason": self.reason, "message": self.message, "field": self.field}
 
 
+@dataclass(frozen=True)
+class UnknownField(Cause):
+    """A field the schema does not know, under Strict field validation. The API server refuses
+    such a request while decoding it, before any validation: see :func:`strict_decoding_error`."""
+
+
+def unknown_field(path: str) -> UnknownField:
+    return UnknownField(path, f'unknown field "{path}"')
+
+
 @dataclass(eq=False)
 class ApiError(Exception):
     """Base of all API errors. ``code`` is the HTTP status, ``reason`` the Status reason."""
@@ -212,3 +222,15 @@ def invalid(kind: str, name: str, causes: list[Cause], group: str = "") -> Inval
         group=group,
         causes=causes,
     )
+
+
+def strict_decoding_error(kind: str, version: str, err: ApiError) -> ApiError:
+    """``err`` as the API server reports it when the object has fields its schema does not know
+    (under Strict): 400 BadRequest, "strict decoding error", naming only those fields, whatever
+    else is wrong. Any other error is returned as it is."""
+    unknown = [c for c in err.causes if isinstance(c, UnknownField)]
+    if not unknown:
+        return err
+    fields = ", ".join(c.message for c in unknown)
+    handled = f'{kind} in version "{version}" cannot be handled as a {kind}'
+    return BadRequest(f"{handled}: strict decoding error: {fields}")

@@ -29,7 +29,7 @@ from typing import Any
 
 import orjson
 
-from kubehpc.api.errors import Cause
+from kubehpc.api.errors import Cause, unknown_field
 from kubehpc.api.quantity import parse_quantity
 from kubehpc.api.registry import FieldValidation, PatchMeta
 
@@ -59,7 +59,7 @@ class Collector:
 
     def unknown(self, path: str) -> None:
         if self.strict:
-            self.causes.append(Cause(path, f'unknown field "{path}"', "FieldValueInvalid"))
+            self.causes.append(unknown_field(path))
         elif self.warn:
             self.warnings.append(f'unknown field "{path}"')
 

@@ -22,9 +22,11 @@ from kubehpc.api.errors import (
     Cause,
     Conflict,
     Forbidden,
+    Invalid,
     NotFound,
     UnsupportedMediaType,
     invalid,
+    strict_decoding_error,
 )
 from kubehpc.api.meta import validate_metadata
 from kubehpc.api.registry import FieldValidation, ResourceType, VersionSpec
@@ -111,8 +113,11 @@ class WritesMixin:
     def _validate(self, rt: ResourceType, vs: VersionSpec, obj: Obj, mode: FieldValidation) -> list[str]:
         # The name rule of the kind (DNS label for Namespaces, ...) is the one its module
         # registered with api.meta.set_name_rule.
-        warnings = validate_metadata(obj, namespaced=rt.namespaced, mode=mode)
-        warnings += vs.validate(obj, mode)
+        try:
+            warnings = validate_metadata(obj, namespaced=rt.namespaced, mode=mode)
+            warnings += vs.validate(obj, mode)
+        except Invalid as err:
+            raise strict_decoding_error(rt.kind, vs.name, err) from None
         return warnings
 
     def _commit(self, rt: ResourceType, type_: str, obj: Obj, prev: Record | None) -> Record:
@@ -378,7 +383,10 @@ class WritesMixin:
                 merged["status"] = obj["status"]
             else:
                 merged.pop("status", None)
-            warnings = vs.validate(merged, mode)
+            try:
+                warnings = vs.validate(merged, mode)
+            except Invalid as err:
+                raise strict_decoding_error(rt.kind, vs.name, err) from None
             new = rt.to_storage(merged)
             new["metadata"]["generation"] = rec.obj["metadata"].get("generation", 1)
             if new == rec.obj:
