@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from kubehpc.api import schema
-from kubehpc.api.errors import Cause, Invalid
+from kubehpc.api.errors import Cause, Invalid, UnknownField
 from kubehpc.api.kinds import build_registry
 from kubehpc.api.registry import FieldValidation, Registry
 
@@ -75,7 +75,7 @@ def test_a_misspelt_field_is_an_error_naming_its_path_under_strict(registry: Reg
     job = _job()
     _container(job)["imagePullPolicyy"] = "Always"
     (cause,) = _causes(registry, job)
-    assert cause == Cause(
+    assert cause == UnknownField(
         "spec.template.spec.containers[0].imagePullPolicyy",
         'unknown field "spec.template.spec.containers[0].imagePullPolicyy"',
         "FieldValueInvalid",

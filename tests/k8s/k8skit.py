@@ -134,6 +134,10 @@ class Proc:
             try:
                 self.popen.wait(timeout)
             except subprocess.TimeoutExpired:
+                # Still running: have it write every thread's stack into its log (SIGUSR1,
+                # cli.cluster_common.stop_on_signals) so the failure says where it hung.
+                self.popen.send_signal(signal.SIGUSR1)
+                time.sleep(1.0)
                 self.popen.kill()
                 self.popen.wait(10)
         return self.popen.returncode

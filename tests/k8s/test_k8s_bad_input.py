@@ -80,7 +80,8 @@ def test_rbac_that_forbids_is_explained_and_retried_until_granted(
         )
         assert proc.alive(), proc.output()
     finally:
-        assert proc.stop() == 0
+        code = proc.stop()
+        assert code == 0, proc.output()
         try:
             api.delete("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "kubehpc-test-limited")
         except NotFound:

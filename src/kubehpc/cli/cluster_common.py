@@ -4,6 +4,7 @@ until a signal."""
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import logging
 import signal
 import sys
@@ -83,7 +84,10 @@ def wait_for_api(client: RestClient, stop: threading.Event, what: str) -> bool:
 
 
 def stop_on_signals() -> threading.Event:
-    """An event set by SIGTERM or SIGINT (the process then stops cleanly)."""
+    """An event set by SIGTERM or SIGINT (the process then stops cleanly). SIGUSR1 writes every
+    thread's stack to stderr, as a Go binary does on SIGQUIT: how to see why a process does
+    not stop, or where it spends its time, without stopping it."""
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     stop = threading.Event()
 
     def handler(signum: int, frame: object) -> None:
