@@ -206,7 +206,7 @@ def test_a_pod_bound_by_someone_else_meanwhile_is_not_bound_again(store: Store) 
     assert sched.cache.charges["default/p"].node == "b"
 
 
-def test_a_cycle_binds_its_pods_in_one_commit(store: Store) -> None:
+def test_a_cycle_binds_its_pods_in_one_commit(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     make_node(store, "n", cpu="8")
     for name in ("p1", "p2", "p3"):
         make_pod(store, name)
@@ -220,13 +220,15 @@ def test_a_cycle_binds_its_pods_in_one_commit(store: Store) -> None:
         commits.append(len(store._pending))
         flush()
 
-    store._flush = counting_flush  # type: ignore[method-assign]
+    monkeypatch.setattr(store, "_flush", counting_flush)
     assert sched.run_cycle().bound == 3
     assert commits == [6]  # three bindings and their three Scheduled events
     assert store.resource_version == before + 6
 
 
-def test_pods_whose_binding_commit_failed_wait_and_are_bound_again(store: Store) -> None:
+def test_pods_whose_binding_commit_failed_wait_and_are_bound_again(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     make_node(store, "n", cpu="1")
     make_pod(store, "p")
     sched = Scheduler(store, SchedulerOptions(record_events=False, backoff_initial_s=0.05))
@@ -240,7 +242,7 @@ def test_pods_whose_binding_commit_failed_wait_and_are_bound_again(store: Store)
             raise failures.pop()
         flush()
 
-    store._flush = failing_flush  # type: ignore[method-assign]
+    monkeypatch.setattr(store, "_flush", failing_flush)
     with pytest.raises(RuntimeError):
         sched.run_cycle()
     assert node_of(store, "p") is None
