@@ -37,7 +37,7 @@ from kubehpc.controllers.scheduling.apply import (
 )
 from kubehpc.controllers.scheduling.cache import DEFAULT_SCHEDULER, ClusterCache, pod_key
 from kubehpc.controllers.scheduling.gangs import GangStep, group_of
-from kubehpc.controllers.scheduling.informer import RELIST, Event, Informer
+from kubehpc.controllers.scheduling.informer import RELIST, Event, Informer, stop_all
 from kubehpc.controllers.scheduling.planned import PlannedNodes
 from kubehpc.sched import DeviceState, NodeTable, SchedulerConfig, Snapshot
 from kubehpc.sched.devices import holders_of
@@ -126,8 +126,7 @@ class Scheduler:
 
     def stop(self) -> None:
         self._stopped.set()
-        for informer in self._informers:
-            informer.stop()
+        stop_all(self._informers)
         if self._thread is not None:
             self._thread.join(timeout=10)
 

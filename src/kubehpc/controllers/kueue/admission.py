@@ -49,7 +49,7 @@ from kubehpc.controllers.kueue.queuestatus import (
     quantity_text,
     quota_cells,
 )
-from kubehpc.controllers.scheduling.informer import RELIST, Event, Informer
+from kubehpc.controllers.scheduling.informer import RELIST, Event, Informer, stop_all
 from kubehpc.sched.admission.build import WorkloadMemo, snapshot_from_objects
 from kubehpc.sched.admission.decisions import (
     Admission,
@@ -221,8 +221,7 @@ class AdmissionLoop:
 
     def stop(self) -> None:
         self._stopped.set()
-        for informer in self._informers:
-            informer.stop()
+        stop_all(self._informers)
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=10)
 
