@@ -84,3 +84,34 @@ def test_indexed_lists_agree_with_a_scan_under_many_writes(store: Store) -> None
             p["metadata"]["name"] for p in every if p["metadata"]["labels"].get(wanted[0]) == wanted[1]
         ]
         assert names(store, selector) == scanned
+
+
+def test_a_label_existence_list_returns_the_pods_with_that_key_whatever_its_value(store: Store) -> None:
+    store.create(pod("a", labels={"job": "x"}))
+    store.create(pod("b", labels={"tier": "1"}))
+    store.create(pod("c", labels={"job": "y", "tier": "2"}))
+    assert names(store, "job") == ["a", "c"]
+    assert names(store, "job,tier") == ["c"]
+    assert names(store, "job,!tier") == ["a"]
+    assert names(store, "missing") == []
+
+
+def test_existence_lists_agree_with_a_scan_under_many_writes(store: Store) -> None:
+    store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}})
+    for i in range(60):
+        labels = {"job": f"j{i % 4}"} if i % 3 else {"n": str(i)}
+        store.create(pod(f"p{i:02}", "other" if i % 5 == 0 else "default", labels=labels))
+    for i in range(0, 60, 4):
+        ns = "other" if i % 5 == 0 else "default"
+        relabel = {"metadata": {"labels": {"job": None, "n": "x"}}}
+        store.patch("v1", "Pod", f"p{i:02}", relabel, PatchType.MERGE, ns)
+    for i in range(2, 60, 7):
+        store.delete("v1", "Pod", f"p{i:02}", "other" if i % 5 == 0 else "default")
+    every = store.list("v1", "Pod").items
+    for key in ("job", "n"):
+        scanned = [p["metadata"]["name"] for p in every if key in p["metadata"]["labels"]]
+        assert names(store, key) == scanned
+        in_other = [p for p in every if p["metadata"]["namespace"] == "other"]
+        assert names(store, key, "other") == [
+            p["metadata"]["name"] for p in in_other if key in p["metadata"]["labels"]
+        ]

@@ -145,7 +145,8 @@ class ControlPlane:
         dependency can no longer be), checked every SLURM_HOLD_PERIOD_S, as slurmctld checks
         its pending jobs periodically; and record the nodes of multi-node jobs that got them."""
         while not stop.wait(SLURM_HOLD_PERIOD_S):
-            objects = sbatch_objects(self.store)  # read once for both passes
+            # Read once for both passes, read-only: they only read them to write patches.
+            objects = sbatch_objects(self.store, read_only=True)
             for action in reconcile_holds(self.store, time.time(), kueue_manages=True, objects=objects):
                 log.info("slurm: %s", action)
             for action in record_allocations(self.store, objects=objects):

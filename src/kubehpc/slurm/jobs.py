@@ -319,9 +319,12 @@ def _array_records(
     return out
 
 
-def sbatch_objects(client: Client, namespace: str | None = None) -> tuple[list[Obj], list[Obj]]:
-    """The Jobs sbatch made and their pods (both carry the job-id label), in one read each."""
-    opts = ListOptions(namespace=namespace, label_selector=T.LABEL_JOB_ID)
+def sbatch_objects(
+    client: Client, namespace: str | None = None, read_only: bool = False
+) -> tuple[list[Obj], list[Obj]]:
+    """The Jobs sbatch made and their pods (both carry the job-id label), in one read each.
+    ``read_only``: the caller never changes them (see ListOptions.read_only)."""
+    opts = ListOptions(namespace=namespace, label_selector=T.LABEL_JOB_ID, read_only=read_only)
     return client.list("batch/v1", "Job", opts).items, client.list("v1", "Pod", opts).items
 
 

@@ -29,7 +29,7 @@ from kubehpc.api.registry import Registry, ResourceType
 from kubehpc.store.admission import AdmissionHook
 from kubehpc.store.client import ListOptions, ObjectList, Watch
 from kubehpc.store.records import ADDED, DELETED, Change, Obj, Record
-from kubehpc.store.selectors import parse_field_selector, parse_label_selector
+from kubehpc.store.selectors import Requirement, parse_field_selector, parse_label_selector
 from kubehpc.store.sqlite import SqliteLog
 from kubehpc.store.watch import StoreWatch, WatchFilter
 from kubehpc.store.writes import WritesMixin
@@ -212,6 +212,24 @@ class Store(WritesMixin):
                     self._index(resource, namespace, name, None, rec)
         return index
 
+    def _labelled(self, resource: str, requirements: tuple[Requirement, ...]) -> dict[str, set[str]] | None:
+        """Names per namespace of the only objects that can match: those with the label of one
+        equality requirement, else those with the key of one existence requirement (the union
+        of that key's values, a walk over the index's keys rather than over every object);
+        None when no requirement narrows the search. Called with the lock held."""
+        for req in requirements:
+            if req.op in ("=", "in") and len(req.values) == 1:
+                return self._label_index(resource).get((req.key, req.values[0]), {})
+        for req in requirements:
+            if req.op == "exists":
+                union: dict[str, set[str]] = {}
+                for (key, _), by_ns in self._label_index(resource).items():
+                    if key == req.key:
+                        for namespace, names in by_ns.items():
+                            union.setdefault(namespace, set()).update(names)
+                return union
+        return None
+
     def _flush(self) -> None:
         pending = self._pending
         if not pending:
@@ -299,13 +317,7 @@ class Store(WritesMixin):
             namespaces = [pinned_ns] if pinned_ns is not None else sorted(by_ns)
             candidates: list[tuple[str, str, Record]] = []
             pinned_name = fields.exact("metadata.name")
-            # One equality requirement is enough to read only the objects with that label.
-            indexed = next(
-                (r for r in labels.requirements if r.op in ("=", "in") and len(r.values) == 1), None
-            )
-            labelled = (
-                self._label_index(rt.key).get((indexed.key, indexed.values[0]), {}) if indexed else None
-            )
+            labelled = self._labelled(rt.key, labels.requirements)
             for ns in namespaces:
                 by_name = by_ns.get(ns)
                 if not by_name:
