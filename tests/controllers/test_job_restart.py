@@ -38,7 +38,7 @@ class CrashAfterStripping(JobController):
         for _ in range(2):  # one pass stores the uncounted UIDs and strips; then "crash"
             job = self.client.get("batch/v1", "Job", name, namespace)
             spec = JobSpec.of(job)
-            plan = plan_job(job, self._owned_pods(spec), self.clock.now())
+            plan = plan_job(job, self._owned_pods(spec)[0], self.clock.now())
             self._apply(job, spec, plan)
             if self.stripped:
                 raise Crash(name)

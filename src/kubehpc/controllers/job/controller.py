@@ -4,6 +4,12 @@ All decisions live in :func:`kubehpc.controllers.job.plan.plan_job`; this module
 the current state, applies the plan's actions in their safe order, and re-reads until a pass
 has nothing left to do. Everything is read fresh from the Client on each pass (no informer
 cache), so there are no "expectations" to track: what a pass sees is what is stored.
+
+What the controller does remember is which versions it has already found nothing to do for:
+the resourceVersion of the Job and of the pod list its last idle pass read. A watch event for
+a version no newer than those (the echo of the controller's own status write or pod create,
+which the pass after the write already read) cannot change the plan, so it queues nothing.
+Anything newer, from anyone, queues the Job as before.
 """
 
 from __future__ import annotations
@@ -67,6 +73,8 @@ class JobController:
         self.queue = WorkQueue()
         self._api_failures: dict[Key, int] = {}
         self._backoff: dict[Key, BackoffRecord] = {}
+        # Key -> (Job resourceVersion, pod list resourceVersion) its last idle pass read.
+        self._planned: dict[Key, tuple[int, int]] = {}
 
     # --- one Job ---------------------------------------------------------------------------
 
@@ -79,10 +87,11 @@ class JobController:
                 job = self.client.get(c.JOB_API_VERSION, c.JOB_KIND, name, namespace)
             except NotFound:
                 self._backoff.pop((namespace, name), None)
+                self._planned.pop((namespace, name), None)
                 self._release_orphans(namespace, name)
                 return None
             spec = JobSpec.of(job)
-            pods = self._owned_pods(spec)
+            pods, pods_rv = self._owned_pods(spec)
             key = (namespace, name)
             plan = plan_job(
                 job, pods, self.clock.now(), self.backoff, self.max_pods_per_sync, self._backoff.get(key)
@@ -91,7 +100,9 @@ class JobController:
             if plan.idle:
                 self._remember_backoff(key, plan)
                 self._api_failures.pop(key, None)
+                self._remember_planned(key, job, pods_rv)
                 return requeue
+            self._planned.pop(key, None)
             try:
                 failures = self._apply(job, spec, plan)
             except Conflict:
@@ -113,12 +124,37 @@ class JobController:
         else:
             self._backoff[key] = plan.backoff_record
 
-    def _owned_pods(self, spec: JobSpec) -> list[Obj]:
+    def _owned_pods(self, spec: JobSpec) -> tuple[list[Obj], str]:
+        """The Job's pods, and the resourceVersion of the list they were read in."""
         selector = ",".join(f"{k}={v}" for k, v in sorted(spec.selector_labels.items()))
         # Read only: planning reads the pods and builds new ones from the Job's template.
         options = ListOptions(namespace=spec.namespace, label_selector=selector, read_only=True)
         listed = self.client.list(c.POD_API_VERSION, c.POD_KIND, options)
-        return [p for p in listed.items if P.is_owned_by(p, spec.uid)]
+        return [p for p in listed.items if P.is_owned_by(p, spec.uid)], listed.resource_version
+
+    # --- versions already planned ----------------------------------------------------------
+
+    def _remember_planned(self, key: Key, job: Obj, pods_rv: str) -> None:
+        job_rv = _rv((job.get("metadata") or {}).get("resourceVersion"))
+        list_rv = _rv(pods_rv)
+        if job_rv is None or list_rv is None:
+            self._planned.pop(key, None)  # versions we cannot compare: never skip
+        else:
+            self._planned[key] = (job_rv, list_rv)
+
+    def _already_planned(self, key: Key, obj: Obj, which: int) -> bool:
+        """Whether the last idle pass of ``key`` read this version of ``obj`` or a newer one
+        (``which``: 0 compares with the Job's version, 1 with the pod list's)."""
+        planned = self._planned.get(key)
+        if planned is None:
+            return False
+        rv = _rv((obj.get("metadata") or {}).get("resourceVersion"))
+        return rv is not None and rv <= planned[which]
+
+    def _forget_planned(self, keys: list[Key]) -> None:
+        # A failed commit takes back writes (and their resourceVersions) a pass may have read.
+        for key in keys:
+            self._planned.pop(key, None)
 
     def _apply(self, job: Obj, spec: JobSpec, plan: JobPlan) -> int:
         """Apply the plan in its safe order; returns how many pod writes were refused."""
@@ -226,7 +262,15 @@ class JobController:
         followers = Followers(self.client, self.namespace, read_only=True)  # handlers pick keys
         followers.start(stop, c.JOB_API_VERSION, c.JOB_KIND, self._on_job)
         followers.start(stop, c.POD_API_VERSION, c.POD_KIND, self._on_pod)
-        work_until_stopped(stop, self.client, self.queue, self._enqueue_all, self.resync_seconds, self._work)
+        work_until_stopped(
+            stop,
+            self.client,
+            self.queue,
+            self._enqueue_all,
+            self.resync_seconds,
+            self._work,
+            self._forget_planned,
+        )
         self.queue.close()
         followers.stop()
 
@@ -235,6 +279,7 @@ class JobController:
             requeue = self.reconcile(*key)
         except Exception:
             log.exception("reconciling Job %s/%s failed; retrying", *key)
+            self._planned.pop(key, None)
             self.queue.add(key, 1.0)
             return
         if requeue is not None:
@@ -253,6 +298,8 @@ class JobController:
     def _on_job(self, event_type: str, job: Obj) -> None:
         meta = job.get("metadata") or {}
         key = (str(meta.get("namespace") or "default"), str(meta.get("name", "")))
+        if event_type == "MODIFIED" and self._already_planned(key, job, 0):
+            return  # the echo of our own write, read by the pass that followed it
         # A new Job is synced at once; an update (mostly our own status writes) is batched.
         self.queue.add(key, self._batch_s() if event_type == "MODIFIED" else 0.0)
 
@@ -266,7 +313,9 @@ class JobController:
             ref and ref.get("kind") == c.JOB_KIND and ref.get("apiVersion", "").startswith("batch/")
         )
         if ref and is_job_pod:
-            self.queue.add((namespace, str(ref.get("name"))), self._batch_s())
+            key = (namespace, str(ref.get("name")))
+            if not self._already_planned(key, pod, 1):
+                self.queue.add(key, self._batch_s())
         if not P.has_tracking_finalizer(pod):
             return
         try:
@@ -285,6 +334,15 @@ class JobController:
         except NotFound:
             return False
         return bool((job.get("metadata") or {}).get("uid") == ref.get("uid"))
+
+
+def _rv(value: object) -> int | None:
+    """A resourceVersion as a number to compare (opaque to clients in general: None when it is
+    not one, and then nothing is skipped)."""
+    try:
+        return int(str(value))
+    except ValueError:
+        return None
 
 
 __all__ = ["COMPONENT", "EventSink", "JobController", "Key"]

@@ -73,10 +73,17 @@ class WorkQueue:
             return len(self._due)
 
 
-def work_in_one_batch(client: Client, queue: WorkQueue, first: Key, work: Callable[[Key], None]) -> None:
+def work_in_one_batch(
+    client: Client,
+    queue: WorkQueue,
+    first: Key,
+    work: Callable[[Key], None],
+    on_failure: Callable[[list[Key]], None] | None = None,
+) -> None:
     """Run ``work`` on ``first`` and the other keys due now (up to ``WRITE_BATCH``) inside one
     write batch: a burst of objects costs one commit per batch instead of one per write. If the
-    commit fails it takes the batch's writes with it, so every key of the batch is queued again."""
+    commit fails it takes the batch's writes with it, so every key of the batch is queued again
+    (and ``on_failure`` told which, to drop what the worker learnt from writes that are gone)."""
     done: list[Key] = []
     try:
         with write_batch(client):
@@ -87,6 +94,8 @@ def work_in_one_batch(client: Client, queue: WorkQueue, first: Key, work: Callab
                 key = queue.get(0.0) if len(done) < WRITE_BATCH else None
     except Exception:
         log.exception("committing the writes of %d syncs failed; retrying", len(done))
+        if on_failure is not None:
+            on_failure(done)
         for key in done:
             queue.add(key, 1.0)
 
@@ -98,6 +107,7 @@ def work_until_stopped(
     enqueue_all: Callable[[], None],
     resync_seconds: float,
     work: Callable[[Key], None],
+    on_failure: Callable[[list[Key]], None] | None = None,
 ) -> None:
     """A controller's worker: take due keys in write batches until ``stop``; every
     ``resync_seconds`` queue every object again (as informers' resync does), so a missed or
@@ -109,4 +119,4 @@ def work_until_stopped(
             next_resync = time.monotonic() + resync_seconds
         key = queue.get(timeout_s=0.5)
         if key is not None:
-            work_in_one_batch(client, queue, key, work)
+            work_in_one_batch(client, queue, key, work, on_failure)
