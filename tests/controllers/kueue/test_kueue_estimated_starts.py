@@ -15,8 +15,9 @@ from kubehpc.api.kinds.kueue.workload import (
     workload_reason,
 )
 from kubehpc.controllers.kueue.estimates import ESTIMATED_START_CONDITION, EstimateLoop, stamp
-from kubehpc.sched.admission import decide
+from kubehpc.sched.admission import build, decide
 from kubehpc.sched.admission.reservations import RUNTIME_ESTIMATE_ANNOTATION
+from kubehpc.store.client import PatchType
 
 Obj = dict[str, object]
 
@@ -170,3 +171,30 @@ def test_a_pass_with_nothing_changed_and_no_job_overrunning_recomputes_nothing(
     estimator.refresh()
     assert len(calls) == 2
     assert workload_estimated_start(k.workload("big")) == stamp(k.clock.now().timestamp() + 1)
+
+
+def test_a_pass_converts_only_the_workloads_changed_since_the_last(monkeypatch: pytest.MonkeyPatch) -> None:
+    k = cluster()
+    k.submit(job("running", 3, 100), job("big", 4, 50, rank=2), job("after", 2, 30, rank=1))
+    estimator = EstimateLoop(k.store, clock=k.clock)
+    estimator.refresh()
+    estimator.refresh()  # its own writes changed the pending two: they are converted again
+    converted: list[str] = []
+    original = build.workload_of
+
+    def counting(obj: dict[str, Any], *args: Any) -> Any:
+        converted.append(obj["metadata"]["name"])
+        return original(obj, *args)
+
+    monkeypatch.setattr(build, "workload_of", counting)
+    name = k.workload("running")["metadata"]["name"]
+    k.store.patch(
+        "kueue.x-k8s.io/v1beta2",
+        "Workload",
+        name,
+        {"metadata": {"labels": {"seen": "yes"}}},
+        PatchType.MERGE,
+        "default",
+    )
+    estimator.refresh()
+    assert converted == [name]

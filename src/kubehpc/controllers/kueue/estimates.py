@@ -87,6 +87,9 @@ class EstimateLoop:
         self.clock = clock or RealClock()
         self._version: tuple[tuple[str, int, int], ...] = ()
         self._valid_until = 0.0
+        # Workloads converted by earlier passes: the read-only lists hand back the store's own
+        # object for a version, so a pass converts only the Workloads changed since the last.
+        self._memo = build.WorkloadMemo()
 
     def run(self, stop: threading.Event) -> None:
         """Refresh every ``period_s`` until ``stop`` is set (the control plane's loop shape)."""
@@ -123,6 +126,7 @@ class EstimateLoop:
             workloads=workloads,
             namespaces=lists[C.NAMESPACE],
             config=self.options.config,
+            memo=self._memo,
         )
         decisions = decide(snapshot, now, estimate=True)
         ends = [
