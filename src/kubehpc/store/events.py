@@ -39,7 +39,7 @@ def _involved(obj: Obj) -> Obj:
     return ref
 
 
-def _event_name(object_name: str) -> str:
+def event_name(object_name: str) -> str:
     """client-go's event name: the object's name, a dot, the time in hexadecimal nanoseconds;
     cut to the 253 characters a name may have."""
     suffix = f".{time.time_ns():x}"
@@ -92,7 +92,7 @@ class EventRecorder:
             event: Obj = {
                 "apiVersion": "v1",
                 "kind": "Event",
-                "metadata": {"name": _event_name(ref["name"]), "namespace": namespace},
+                "metadata": {"name": event_name(ref["name"]), "namespace": namespace},
                 "involvedObject": ref,
                 "reason": reason,
                 "message": message,

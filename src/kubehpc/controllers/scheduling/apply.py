@@ -15,8 +15,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubehpc.api.devices import POD_DEVICES_ANNOTATION
-from kubehpc.api.errors import ApiError, BadRequest
+from kubehpc.api.errors import AlreadyExists, ApiError, BadRequest
 from kubehpc.store.client import Client, PatchType
+from kubehpc.store.events import event_name
 from kubehpc.store.strategy import rfc3339
 
 Obj = dict[str, Any]
@@ -144,7 +145,8 @@ def record_event(
     event = {
         "apiVersion": "v1",
         "kind": "Event",
-        "metadata": {"generateName": f"{meta.get('name')}.", "namespace": namespace},
+        # Named as client-go's recorder names events (no server-side search for a free name).
+        "metadata": {"name": event_name(str(meta.get("name") or "")), "namespace": namespace},
         "involvedObject": {
             "apiVersion": "v1",
             "kind": "Pod",
@@ -163,7 +165,11 @@ def record_event(
         "count": 1,
     }
     try:
-        client.create(event)
+        try:
+            client.create(event)
+        except AlreadyExists:  # two events of one pod in one nanosecond
+            event["metadata"] = {"generateName": f"{meta.get('name')}.", "namespace": namespace}
+            client.create(event)
     except ApiError as err:  # an event is a courtesy; losing one must not stop scheduling
         if on_error is not None:
             on_error(err)
