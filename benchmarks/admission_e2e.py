@@ -10,6 +10,13 @@ tuned as ``kubehpc up`` tunes it (``cli.up.tune_gc``), so the figures are the se
 plane's: with CPython's default thresholds, full collections over the store's heap took a
 quarter of the CPU. ``--profile FILE`` samples the timed part only with py-spy (GIL-holding
 samples, one line per thread and stack). Prints ``name=value`` last.
+
+By default the Jobs go to one ClusterQueue. ``--queues 100 --cohorts 10`` is the issue's
+shape (that of ``benchmarks/admission.py``): 100 ClusterQueues in 10 cohorts, half of each
+cohort borrowing from the other half, Jobs spread over the queues and three priorities, with
+quota for all of them in the end.
+
+    .venv/bin/python benchmarks/admission_e2e.py [--jobs 2000] [--queues 100 --cohorts 10]
 """
 
 from __future__ import annotations
@@ -81,11 +88,75 @@ QUEUES: list[Obj] = [
 ]
 
 
-def job(i: int) -> Obj:
+PRIORITIES = (50, 100, 200)
+
+
+def spread_queues(queues: int, cohorts: int, jobs: int) -> list[Obj]:
+    """The shape of ``benchmarks/admission.py`` (and of Kueue's large-scale test), sized so every
+    Job is admitted in the end: ``queues`` ClusterQueues in ``cohorts`` cohorts, half of each
+    cohort lending (nominal quota twice its own demand), half borrowing (a third of its demand
+    nominal, the rest from the cohort up to borrowingLimit); a LocalQueue per ClusterQueue and
+    WorkloadPriorityClasses for the three priorities."""
+    per_queue = -(-jobs // queues)  # Jobs per queue, rounded up; each asks 100m cpu and 64Mi
+    cpu_m, mem_mi = 100 * per_queue, 64 * per_queue
+    objs: list[Obj] = [
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "default"}}
+    ]
+    objs += [
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "WorkloadPriorityClass",
+            "metadata": {"name": f"p{p}"},
+            "value": p,
+        }
+        for p in PRIORITIES
+    ]
+    for q in range(queues):
+        lends = (q // cohorts) % 2 == 0
+        cpu: Obj = {"name": "cpu", "nominalQuota": f"{2 * cpu_m if lends else cpu_m // 3}m"}
+        mem: Obj = {"name": "memory", "nominalQuota": f"{2 * mem_mi if lends else mem_mi // 3}Mi"}
+        if not lends:
+            cpu["borrowingLimit"] = f"{cpu_m}m"
+            mem["borrowingLimit"] = f"{mem_mi}Mi"
+        objs.append(
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "ClusterQueue",
+                "metadata": {"name": f"cq-{q:03d}"},
+                "spec": {
+                    "namespaceSelector": {},
+                    "cohortName": f"cohort-{q % cohorts}",
+                    "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"},
+                    "resourceGroups": [
+                        {
+                            "coveredResources": ["cpu", "memory"],
+                            "flavors": [{"name": "default", "resources": [cpu, mem]}],
+                        }
+                    ],
+                },
+            }
+        )
+        objs.append(
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "LocalQueue",
+                "metadata": {"name": f"lq-{q:03d}", "namespace": "default"},
+                "spec": {"clusterQueue": f"cq-{q:03d}"},
+            }
+        )
+    return objs
+
+
+def job(i: int, queues: int = 0) -> Obj:
+    """Job ``i``; with ``queues``, spread over the LocalQueues of :func:`spread_queues` and
+    over the three priority classes, else in the one queue ``lq``."""
+    labels = {"kueue.x-k8s.io/queue-name": f"lq-{i % queues:03d}" if queues else "lq"}
+    if queues:
+        labels["kueue.x-k8s.io/priority-class"] = f"p{PRIORITIES[(i // queues) % 3]}"
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {"name": f"job-{i}", "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+        "metadata": {"name": f"job-{i}", "labels": labels},
         "spec": {
             "template": {
                 "spec": {
@@ -196,6 +267,10 @@ def main() -> None:
     )
     parser.add_argument("--jobs", type=int, default=2000)
     parser.add_argument("--nodes", type=int, default=100)
+    parser.add_argument(
+        "--queues", type=int, default=0, help="ClusterQueues in cohorts, as admission.py (0: one queue)"
+    )
+    parser.add_argument("--cohorts", type=int, default=10)
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--profile", default="", help="py-spy the timed part into this file")
     args = parser.parse_args()
@@ -208,7 +283,7 @@ def main() -> None:
             with store.batch():
                 for i in range(args.nodes):
                     store.create(node(i))
-                for obj in QUEUES:
+                for obj in spread_queues(args.queues, args.cohorts, args.jobs) if args.queues else QUEUES:
                     store.create(obj)
             time.sleep(1.0)  # let the loops see the queues and nodes
             stages.start(args.jobs)
@@ -220,7 +295,7 @@ def main() -> None:
             for lo in range(0, args.jobs, batch):
                 with store.batch():
                     for i in range(lo, min(lo + batch, args.jobs)):
-                        store.create(job(i))
+                        store.create(job(i, args.queues))
             created_s = time.perf_counter() - start
             stages.done.wait(args.timeout)
             elapsed = time.perf_counter() - start
@@ -234,7 +309,8 @@ def main() -> None:
     bound = len(stages.at["bound"])
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     rate = bound / elapsed
-    print(f"{args.jobs} queue-labelled Jobs on {args.nodes} nodes: created in {created_s:.2f}s")
+    shape = f"{args.queues} ClusterQueues in {args.cohorts} cohorts" if args.queues else "one ClusterQueue"
+    print(f"{args.jobs} queue-labelled Jobs, {shape}, {args.nodes} nodes: created in {created_s:.2f}s")
     print("stage: when the last workload reached it (s after the first create), workloads")
     for name in Stages.NAMES:
         times = stages.at[name].values()
@@ -246,7 +322,7 @@ def main() -> None:
     per = max(bound, 1)
     print(f"store writes: {writes} ({writes / per:.1f} per workload, of them {events / per:.1f} Events)")
     print(
-        f"workloads={args.jobs} bound={bound} e2e_workloads_per_s={rate:.0f} "
+        f"workloads={args.jobs} queues={max(args.queues, 1)} bound={bound} e2e_workloads_per_s={rate:.0f} "
         f"elapsed_s={elapsed:.2f} cpu_s={cpu:.1f} cpu_ms_per_workload={1000 * cpu / per:.1f} "
         f"writes_per_workload={writes / per:.1f} peak_rss_mb={rss_mb:.0f}"
     )
