@@ -64,7 +64,8 @@ def test_a_failing_rank_fails_the_job_with_its_exit_code(plane: Plane, tmp_path:
         if p["metadata"]["name"].startswith("fails-launcher")
         for s in p["status"]["containerStatuses"]
     ]
-    assert codes == [3], (failed["status"], plane.kubectl("logs", "job/fails-launcher"))
+    log = plane.kubectl("logs", "job/fails-launcher")
+    assert codes == [3], f"launcher exit codes {codes}\nstatus: {json.dumps(failed['status'])}\nlog:\n{log}"
 
 
 def test_deleting_the_job_kills_every_rank(plane: Plane) -> None:
@@ -141,17 +142,21 @@ def test_each_rank_sees_the_gpus_of_its_own_worker_pod(tmp_path: Path) -> None:
     plane = Plane(tmp_path / "home").start(cluster)
     try:
         job = mpijob(
-            "gpus", ["mpirun", "-np", "2", "sh", "-c", "echo $POD_NAME $CUDA_VISIBLE_DEVICES"], slots=1
+            "gpus",
+            ["mpirun", "-np", "2", "sh", "-c", "echo $POD_NAME $CUDA_VISIBLE_DEVICES"],
+            slots=1,
+            # The workers stay after the job ends, to be looked at: with "Running" they are
+            # deleted as it succeeds, which can come before the test reads them.
+            extra_spec={"runPolicy": {"cleanPodPolicy": "None"}},
         )
         worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
         worker["resources"] = {"limits": {"nvidia.com/gpu": 1}}
         plane.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(job))
-        wait_for(plane, "gpus", "Running")
+        wait_for(plane, "gpus", "Succeeded")
         devices = {}
         for i in range(2):
             pod = json.loads(plane.kubectl("get", "pod", f"gpus-worker-{i}", "-o", "json"))
             devices[f"gpus-worker-{i}"] = json.loads(pod["metadata"]["annotations"]["kubehpc.io/devices"])
-        wait_for(plane, "gpus", "Succeeded")
         log = plane.kubectl("logs", "job/gpus-launcher")
         # mpirun's own diagnostics share the launcher's log (e.g. Open MPI's harmless
         # "plm:rsh: Warning: setpgid(...) failed" when the rsh agent has already exec'd): keep
