@@ -124,6 +124,12 @@ class AdmissionOptions:
     batch_s: float = 0.0
     """Cycles start at most this often (wall seconds): a cycle looks at every workload, so under
     a stream of changes one cycle per batch replaces one per change. 0: a cycle per step."""
+    pause_per_cycle_s: float = 1.0
+    """With ``batch_s``: after a cycle, the next waits at least this many times as long as that
+    one took. A cycle's cost grows with the number of workloads held and queued; under a steady
+    stream of changes this keeps the loop to about half of the interpreter at most, and each
+    cycle decides for everything that arrived meanwhile, instead of cycles back to back that
+    each re-read every workload for a few new ones."""
 
 
 @dataclass(frozen=True)
@@ -176,6 +182,8 @@ class AdmissionLoop:
         self._failures = 0
         self._last_flush = self._now()
         self._last_cycle = 0.0  # time.monotonic() when the last cycle ended
+        self._last_cycle_s = 0.0  # how long it took
+        self._waiting = True  # the last cycle left workloads pending (or none ran yet)
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -251,18 +259,26 @@ class AdmissionLoop:
         if self._retry_at is not None and now >= self._retry_at:
             self._retry_at = None
             self.cache.dirty = True
-        if self.cache.dirty:
-            wait = self.options.batch_s - (time.monotonic() - self._last_cycle)
+        if self.cache.dirty or (self.cache.room_dirty and self._waiting):
+            wait = self._cycle_gap() - (time.monotonic() - self._last_cycle)
             if wait > 0:
                 time.sleep(wait)  # let more changes arrive: they cost nothing extra in one cycle
                 self.drain()
+            started = time.monotonic()
             try:
                 return self.run_cycle()
             finally:
                 self._last_cycle = time.monotonic()
+                self._last_cycle_s = self._last_cycle - started
         if self._backlog:
             self._explain_some()
         return None
+
+    def _cycle_gap(self) -> float:
+        """Wall seconds from the end of one cycle to the start of the next, at least."""
+        if self.options.batch_s <= 0:
+            return 0.0
+        return max(self.options.batch_s, self.options.pause_per_cycle_s * self._last_cycle_s)
 
     def drain(self, timeout: float = 0.0) -> int:
         handled = 0
@@ -312,9 +328,10 @@ class AdmissionLoop:
 
     def run_cycle(self) -> CycleReport:
         started = time.perf_counter()
-        self.cache.dirty = False
+        self.cache.dirty = self.cache.room_dirty = False
         now = self.clock.now()
         decisions = self.decide(self.snapshot(), now.timestamp())
+        self._waiting = bool(decisions.pending)
         failed_before = self._failures
         try:
             # One commit (and one wake-up per watcher) for the whole cycle's writes.

@@ -115,6 +115,9 @@ class AdmissionCache:
         self._prints: dict[str, dict[str, bytes]] = {kind: {} for kind in KINDS}
         self._assumed: dict[str, Obj | None] = {}  # workload key -> the version before assuming
         self.dirty = True
+        # Nodes or bound pods changed: room on the nodes, which only a workload still waiting
+        # can make use of (the loop runs a cycle for it only when the last one left some).
+        self.room_dirty = True
         self._nodes_dirty = True
         self._table: NodeTable | None = None
         # Kept as events arrive, so a new node table costs a pass over the nodes, not over
@@ -185,9 +188,12 @@ class AdmissionCache:
             prints.pop(key, None)
         else:
             prints[key] = print_
-        self.dirty = True
-        if kind == NODE:
-            self._nodes_dirty = True
+        if kind in (NODE, POD):
+            self.room_dirty = True
+            if kind == NODE:
+                self._nodes_dirty = True
+        else:
+            self.dirty = True
 
     # --- assume / forget ----------------------------------------------------------------------
 
