@@ -1,6 +1,6 @@
 """The Job controller does not sync a Job again for versions its last idle pass already read
 (the watch echoes of its own status writes and pod creates); any newer version of the Job or
-of its pods, whoever wrote it, queues the Job as before."""
+of its pods, whoever wrote it, queues the Job as before; a resync still queues every Job."""
 
 from __future__ import annotations
 
@@ -63,3 +63,11 @@ def test_a_failed_commit_forgets_what_its_passes_read() -> None:
     controller._forget_planned([(NS, "rolled-back")])
     controller._on_job("MODIFIED", k.job("rolled-back"))
     assert len(controller.queue) == 1
+
+
+def test_a_resync_queues_every_job_even_one_at_rest() -> None:
+    k = Cluster()
+    controller = synced(k, "at-rest")
+    k.create(job_manifest("new"))
+    controller._enqueue_all()
+    assert len(controller.queue) == 2

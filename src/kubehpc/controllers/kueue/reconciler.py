@@ -72,7 +72,7 @@ class JobReconciler:
         *,
         clock: Clock | None = None,
         events: EventSink | None = None,
-        resync_seconds: float = 60.0,
+        resync_seconds: float = 300.0,
     ) -> None:
         self.client = client
         self.integrations = {kind_id(i): i for i in integrations}
@@ -329,7 +329,9 @@ class JobReconciler:
     def _enqueue_all(self) -> None:
         for kid, integration in self.integrations.items():
             try:
-                listed = self.client.list(integration.api_version, integration.kind)
+                # Read only: only each job's queue and key are taken.
+                options = ListOptions(read_only=True)
+                listed = self.client.list(integration.api_version, integration.kind, options)
             except ApiError:
                 log.exception("listing %s failed", integration.kind)
                 continue
