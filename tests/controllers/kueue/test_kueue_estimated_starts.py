@@ -14,7 +14,12 @@ from kubehpc.api.kinds.kueue.workload import (
     workload_estimated_start,
     workload_reason,
 )
-from kubehpc.controllers.kueue.estimates import ESTIMATED_START_CONDITION, EstimateLoop, stamp
+from kubehpc.controllers.kueue.estimates import (
+    ESTIMATED_START_CONDITION,
+    EstimateLoop,
+    EstimateOptions,
+    stamp,
+)
 from kubehpc.sched.admission import build, decide
 from kubehpc.sched.admission.reservations import RUNTIME_ESTIMATE_ANNOTATION
 from kubehpc.store.client import PatchType
@@ -198,3 +203,9 @@ def test_a_pass_converts_only_the_workloads_changed_since_the_last(monkeypatch: 
     )
     estimator.refresh()
     assert converted == [name]
+
+
+def test_a_long_pass_spaces_the_next_so_passes_keep_to_their_share_of_the_time() -> None:
+    loop = EstimateLoop(KueueCluster().store, EstimateOptions(period_s=5.0, max_share=0.05))
+    assert loop.next_wait(0.1) == 5.0  # short passes: every period
+    assert loop.next_wait(0.5) == 10.0  # a half-second pass: a twentieth of the time
