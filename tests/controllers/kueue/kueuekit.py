@@ -26,6 +26,7 @@ from kubehpc.controllers.kueue.metrics import KueueMetrics
 from kubehpc.controllers.kueue.reconciler import JobReconciler
 from kubehpc.controllers.kueue.webhooks import JobWebhook, PodPriorityHook
 from kubehpc.controllers.kueue.workloads import workload_name
+from kubehpc.sched.planned import HOSTNAME_LEVEL
 from kubehpc.store.client import ListOptions
 from kubehpc.store.store import Store
 
@@ -41,6 +42,19 @@ KUEUE = "kueue.x-k8s.io/v1beta2"
 @functools.cache
 def registry() -> Registry:
     return build_registry()
+
+
+def node(name: str, cpu: str = "4") -> Obj:
+    """A ready Node with its hostname label (the level admission records its choice at)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {HOSTNAME_LEVEL: name}},
+        "status": {
+            "allocatable": {"cpu": cpu, "memory": "16Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
 
 
 def flavor(name: str, node_labels: dict[str, str] | None = None, tolerations: list[Obj] | None = None) -> Obj:

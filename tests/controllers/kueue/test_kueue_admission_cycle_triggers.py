@@ -7,26 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from kueuekit import KueueCluster, cluster_queue, flavor, local_queue, queued_job
+from kueuekit import KueueCluster, cluster_queue, flavor, local_queue, node, queued_job
 
 from kubehpc.controllers.kueue.admission import AdmissionLoop, AdmissionOptions
 from kubehpc.controllers.kueue.cache import NODE, POD, WORKLOAD, AdmissionCache
-from kubehpc.sched.planned import HOSTNAME_LEVEL
 from kubehpc.store.client import DeleteOptions
 
 Obj = dict[str, Any]
-
-
-def node(name: str, cpu: str = "4") -> Obj:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {HOSTNAME_LEVEL: name}},
-        "status": {
-            "allocatable": {"cpu": cpu, "memory": "16Gi", "pods": "110"},
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
 
 
 def bound_pod(name: str, node_name: str, rv: int = 1) -> Obj:

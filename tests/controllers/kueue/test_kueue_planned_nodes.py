@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from kueuekit import KUEUE, NS, KueueCluster, cluster_queue, flavor, local_queue, queued_job
+from kueuekit import KUEUE, NS, KueueCluster, cluster_queue, flavor, local_queue, node, queued_job
 
 from kubehpc.controllers.scheduler import PLANNED_NODE_NO_FIT, Scheduler, SchedulerOptions
 from kubehpc.sched.admission.model import AdmissionConfig
@@ -23,18 +23,6 @@ from kubehpc.store.client import DeleteOptions, ListOptions
 
 Obj = dict[str, Any]
 BINPACK = AdmissionConfig(placement=SchedulerConfig(scoring=Scoring.MOST_ALLOCATED))
-
-
-def node(name: str, cpu: str = "4") -> Obj:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {HOSTNAME_LEVEL: name}},
-        "status": {
-            "allocatable": {"cpu": cpu, "memory": "16Gi", "pods": "110"},
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
 
 
 def cluster(*nodes: Obj) -> KueueCluster:
