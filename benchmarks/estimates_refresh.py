@@ -17,8 +17,9 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from datetime import UTC, datetime
 from typing import Any
+
+from backfill_live import workload as queued_workload
 
 from kubehpc.api.kinds import build_registry
 from kubehpc.cli.up import tune_gc
@@ -31,48 +32,11 @@ Obj = dict[str, Any]
 KUEUE = "kueue.x-k8s.io/v1beta2"
 
 
-def stamp(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def workload(i: int, admitted: bool, now: float) -> Obj:
-    name = f"wl-{i}"
-    obj: Obj = {
-        "apiVersion": KUEUE,
-        "kind": "Workload",
-        "metadata": {
-            "name": name,
-            "namespace": "default",
-            "annotations": {"kubehpc.io/runtime-estimate-seconds": str(3600 + i % 3600)},
-        },
-        "spec": {
-            "queueName": "lq",
-            "podSets": [
-                {
-                    "name": "main",
-                    "count": 1,
-                    "template": {
-                        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
-                    },
-                }
-            ],
-        },
-    }
-    if admitted:
-        at = stamp(now - 60)
-        obj["status"] = {
-            "admission": {
-                "clusterQueue": "cq",
-                "podSetAssignments": [
-                    {"name": "main", "flavors": {"cpu": "f"}, "resourceUsage": {"cpu": "1"}, "count": 1}
-                ],
-            },
-            "conditions": [
-                {"type": t, "status": "True", "reason": "r", "message": "", "lastTransitionTime": at}
-                for t in ("QuotaReserved", "Admitted")
-            ],
-        }
-    return obj
+    """Workload ``i`` in the shape of ``backfill_live.py``'s (1 cpu, a runtime estimate of 1-2
+    hours), admitted a minute ago or pending."""
+    obj = queued_workload(f"wl-{i}", 1, 3600 + i % 3600, now - 120, now - 60 if admitted else None)
+    return {"apiVersion": KUEUE, "kind": "Workload", **obj}
 
 
 def fill(store: Store, admitted: int, pending: int, now: float) -> None:

@@ -186,3 +186,13 @@ def write_batch(client: Client) -> AbstractContextManager[None]:
     if isinstance(client, BatchingClient):
         return client.batch()
     return contextlib.nullcontext()
+
+
+def resource_version_number(value: object) -> int | None:
+    """A resourceVersion as a number, to tell which of two versions is newer. Clients are meant
+    to treat it as opaque; the embedded store's (and etcd's) are integers, but where one is not
+    this is None, and the caller must then not order by it."""
+    try:
+        return int(str(value))
+    except ValueError:
+        return None

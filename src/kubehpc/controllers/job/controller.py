@@ -28,7 +28,14 @@ from kubehpc.controllers.job.plan import plan_job
 from kubehpc.controllers.job.spec import JobSpec
 from kubehpc.controllers.job.workqueue import Key, WorkQueue, work_until_stopped
 from kubehpc.controllers.watching import Followers
-from kubehpc.store.client import Client, DeleteOptions, ListOptions, PatchType, Propagation
+from kubehpc.store.client import (
+    Client,
+    DeleteOptions,
+    ListOptions,
+    PatchType,
+    Propagation,
+    resource_version_number,
+)
 from kubehpc.store.events import EventRecorder
 
 Obj = dict[str, Any]
@@ -141,8 +148,8 @@ class JobController:
     # --- versions already planned ----------------------------------------------------------
 
     def _remember_planned(self, key: Key, job: Obj, pods_rv: str) -> None:
-        job_rv = _rv((job.get("metadata") or {}).get("resourceVersion"))
-        list_rv = _rv(pods_rv)
+        job_rv = resource_version_number((job.get("metadata") or {}).get("resourceVersion"))
+        list_rv = resource_version_number(pods_rv)
         if job_rv is None or list_rv is None:
             self._planned.pop(key, None)  # versions we cannot compare: never skip
         else:
@@ -154,7 +161,7 @@ class JobController:
         planned = self._planned.get(key)
         if planned is None:
             return False
-        rv = _rv((obj.get("metadata") or {}).get("resourceVersion"))
+        rv = resource_version_number((obj.get("metadata") or {}).get("resourceVersion"))
         return rv is not None and rv <= planned[which]
 
     def _forget_planned(self, keys: list[Key]) -> None:
@@ -300,12 +307,10 @@ class JobController:
             log.exception("listing Jobs failed")
             return
         for job in jobs.items:
-            meta = job.get("metadata") or {}
-            self.queue.add((str(meta.get("namespace") or "default"), str(meta.get("name", ""))))
+            self.queue.add(_key_of(job))
 
     def _on_job(self, event_type: str, job: Obj) -> None:
-        meta = job.get("metadata") or {}
-        key = (str(meta.get("namespace") or "default"), str(meta.get("name", "")))
+        key = _key_of(job)
         if event_type == "MODIFIED" and self._already_planned(key, job, 0):
             return  # the echo of our own write, read by the pass that followed it
         # A new Job is synced at once; an update (mostly our own status writes) is batched.
@@ -344,13 +349,9 @@ class JobController:
         return bool((job.get("metadata") or {}).get("uid") == ref.get("uid"))
 
 
-def _rv(value: object) -> int | None:
-    """A resourceVersion as a number to compare (opaque to clients in general: None when it is
-    not one, and then nothing is skipped)."""
-    try:
-        return int(str(value))
-    except ValueError:
-        return None
+def _key_of(job: Obj) -> Key:
+    meta = job.get("metadata") or {}
+    return (str(meta.get("namespace") or "default"), str(meta.get("name", "")))
 
 
 __all__ = ["COMPONENT", "EventSink", "JobController", "Key"]

@@ -23,6 +23,7 @@ import orjson
 from kubehpc.controllers.kueue.queuestatus import LocalQueueTally
 from kubehpc.sched.admission.build import PodUse, Promise, pod_use, promised_room, promises_of, table_of
 from kubehpc.sched.nodetable import NodeTable
+from kubehpc.store.client import resource_version_number
 
 Obj = dict[str, Any]
 
@@ -56,10 +57,8 @@ def object_key(obj: Obj) -> str:
 
 
 def _rv(obj: Obj) -> int | None:
-    try:
-        return int((obj.get("metadata") or {}).get("resourceVersion") or "")
-    except ValueError:
-        return None  # an opaque resourceVersion (some API servers): cannot order, accept it
+    # None for an opaque resourceVersion (some API servers): cannot order, accept it.
+    return resource_version_number((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
 def _is_true(obj: Obj, ctype: str) -> bool:
