@@ -97,6 +97,26 @@ def test_an_owner_reference_to_a_recreated_name_with_another_uid_counts_as_gone(
     assert not exists(store, "child")
 
 
+def test_events_are_not_collected_as_kube_controller_manager_ignores_them(
+    store: Store, gc: GarbageCollector
+) -> None:
+    owner = cm(store, "owner")
+    ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner["metadata"]["uid"]}
+    store.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": "owner.1", "namespace": "default", "ownerReferences": [ref]},
+            "involvedObject": {"kind": "ConfigMap", "name": "owner", "namespace": "default"},
+            "reason": "Made",
+        }
+    )
+    store.delete("v1", "ConfigMap", "owner", "default")
+    settle(gc)
+    assert all(k.kind != "Event" for k in gc.kinds)  # not even watched: the busiest kind of all
+    store.get("v1", "Event", "owner.1", "default")
+
+
 def test_orphan_deletion_keeps_dependents_and_strips_their_reference(
     store: Store, gc: GarbageCollector
 ) -> None:

@@ -36,6 +36,10 @@ ORPHAN = "orphan"
 _PAUSE_FACTOR = 4.0
 _MAX_PAUSE_S = 2.0
 FOREGROUND = "foregroundDeletion"
+# Kinds the collector never watches, as kube-controller-manager's (its DefaultIgnoredResources):
+# Events outnumber every other kind and name what they are about in involvedObject, not in
+# ownerReferences: watching them would cost the collector more than everything else together.
+IGNORED_KINDS = frozenset({("", "Event"), ("events.k8s.io", "Event")})
 
 
 @dataclass(frozen=True)
@@ -62,7 +66,7 @@ def _meta(obj: Obj) -> Obj:
 class GarbageCollector:
     def __init__(self, client: Client, kinds: Sequence[KindRef]) -> None:
         self.client = client
-        self.kinds = list(kinds)
+        self.kinds = [k for k in kinds if (_group(k.api_version), k.kind) not in IGNORED_KINDS]
         self._namespaced = {(_group(k.api_version), k.kind): k.namespaced for k in self.kinds}
 
     # --- one round -----------------------------------------------------------------------
