@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import orjson
 import pytest
 from storekit import configmap, job, pod
 
@@ -180,6 +181,14 @@ def test_update_status_changes_only_status(store: Store) -> None:
     assert out["status"]["phase"] == "Running"
     assert "activeDeadlineSeconds" not in out["spec"]
     assert "labels" not in out["metadata"]
+
+
+def test_update_status_leaves_the_version_before_it_as_it_was(store: Store) -> None:
+    store.create(pod("p"))
+    before = store.list("v1", "Pod", ListOptions(namespace="default", read_only=True)).items[0]
+    seen = orjson.dumps(before)
+    store.update_status(dict(before, status={"phase": "Running"}))
+    assert orjson.dumps(before) == seen  # the stored version a reader holds is not changed under it
 
 
 def test_update_keeps_uid_and_creation_timestamp(store: Store) -> None:

@@ -40,6 +40,10 @@ if TYPE_CHECKING:
     from kubehpc.api.registry import Registry
 
 
+# What a status write reads from the object it is given.
+_STATUS_WRITE_KEYS = frozenset({"apiVersion", "kind", "metadata", "status"})
+
+
 def _mode(options: WriteOptions) -> FieldValidation:
     try:
         return FieldValidation(options.field_validation or "Strict")
@@ -370,7 +374,11 @@ class WritesMixin:
 
     def update_status_result(self, obj: Obj, options: WriteOptions | None = None) -> WriteResult:
         options = options or WriteOptions()
-        obj = _copy(obj, "update_status")
+        if not isinstance(obj, dict):
+            raise BadRequest(f"update_status: the object must be a JSON object, not {type(obj).__name__}")
+        # A status write changes the status alone: only it (and the name, namespace and
+        # resourceVersion in metadata) is read from the caller, so only it is copied.
+        obj = _copy({k: v for k, v in obj.items() if k in _STATUS_WRITE_KEYS}, "update_status")
         rt, vs = self._resolve(obj)
         if not rt.status_subresource:
             raise NotFound(f"the server could not find the requested resource ({rt.key}/status)")
@@ -378,7 +386,14 @@ class WritesMixin:
         with self._lock:
             rec, _, name = self._current(rt, obj)
             self._check_rv(rt, obj, rec, name)
-            merged = rt.from_storage(rec.copy(), vs.name)
+            if vs.name == rt.storage_version and mode == FieldValidation.STRICT:
+                # Everything but the status and the metadata the commit stamps is the stored
+                # version's, shared read-only: Strict validation never prunes, and the new
+                # Record serialises what it is given.
+                merged = dict(rec.obj)
+                merged["metadata"] = dict(merged["metadata"])
+            else:
+                merged = rt.from_storage(rec.copy(), vs.name)
             if "status" in obj:
                 merged["status"] = obj["status"]
             else:
