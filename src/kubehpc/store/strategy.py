@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import os
 import random
+import threading
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -52,10 +53,34 @@ def generated_name(prefix: str, rng: random.Random) -> str:
     return prefix + "".join(rng.choice(NAME_ALPHABET) for _ in range(NAME_SUFFIX_LEN))
 
 
+class _RandomBytes:
+    """os.urandom read 4 KiB at a time. Each os.urandom call lets go of the interpreter lock for
+    its system call, and the store asks for a uid while holding its own lock: with many threads
+    waiting for the interpreter, getting it back stalled every create behind them."""
+
+    _CHUNK = 4096
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._buf = b""
+        self._at = 0
+
+    def take(self, n: int) -> bytes:
+        with self._lock:
+            if self._at + n > len(self._buf):
+                self._buf, self._at = os.urandom(self._CHUNK), 0
+            out = self._buf[self._at : self._at + n]
+            self._at += n
+            return out
+
+
+_random_bytes = _RandomBytes()
+
+
 def new_uid() -> str:
     """A random (version 4) UUID, as the API server gives each object; formatted by hand, which
     costs a sixth of ``str(uuid.uuid4())``."""
-    b = bytearray(os.urandom(16))
+    b = bytearray(_random_bytes.take(16))
     b[6] = (b[6] & 0x0F) | 0x40  # version 4
     b[8] = (b[8] & 0x3F) | 0x80  # RFC 4122 variant
     h = b.hex()
