@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from kubehpc.store.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -19,3 +24,22 @@ def shared_dir() -> Path:
     if not (SHARED / "samples").is_dir():
         pytest.fail(f"reference data missing: expected {SHARED}/samples beside the checkout")
     return SHARED
+
+
+@pytest.fixture(autouse=True)
+def shared_objects_stay_as_stored(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every test checks, at its end, that no one changed an object a store shares with its
+    read-only readers (``read_only`` lists, gets and watches, and the store's own indexes):
+    each stored version must still serialise to the bytes it was stored as."""
+    stores: weakref.WeakSet[Store] = weakref.WeakSet()
+    made = Store.__init__
+
+    def remember(self: Store, *args: Any, **kwargs: Any) -> None:
+        made(self, *args, **kwargs)
+        stores.add(self)
+
+    monkeypatch.setattr(Store, "__init__", remember)
+    yield
+    for store in list(stores):
+        changed = store.changed_shared_objects()
+        assert not changed, f"shared stored objects were changed in place: {changed[:5]}"

@@ -1,6 +1,7 @@
-"""``ListOptions(read_only=True)``: in-process readers that never change what they read share
-the store's decoded objects instead of paying for a copy each; everyone else still gets an
-independent copy, and a shared object never changes once handed out."""
+"""``ListOptions(read_only=True)`` and ``get(..., read_only=True)``: in-process readers that
+never change what they read share the store's decoded objects instead of paying for a copy
+each; everyone else still gets an independent copy, and a shared object never changes once
+handed out."""
 
 from __future__ import annotations
 
@@ -64,3 +65,27 @@ def test_a_plain_watch_delivers_copies(store: Store) -> None:
     assert event.object is not store.list("v1", "Pod", READ_ONLY).items[0]
     event.object["metadata"]["name"] = "changed"
     assert store.get("v1", "Pod", "a")["metadata"]["name"] == "a"
+
+
+def test_a_read_only_get_shares_the_stored_object_and_a_plain_get_copies_it(store: Store) -> None:
+    store.create(pod("a"))
+    shared = store.get("v1", "Pod", "a", read_only=True)
+    assert shared is store.list("v1", "Pod", READ_ONLY).items[0]
+    assert store.get("v1", "Pod", "a") is not shared
+
+
+def test_a_read_only_get_in_another_version_is_converted(store: Store) -> None:
+    store.create(
+        {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"replicas": 2}}
+    )
+    old = store.get("example.com/v1alpha1", "Widget", "w", read_only=True)
+    assert old["apiVersion"] == "example.com/v1alpha1" and old["spec"] == {"size": 2}
+
+
+def test_a_shared_object_changed_in_place_is_caught(store: Store) -> None:
+    store.create(pod("a"))
+    assert store.changed_shared_objects() == []
+    shared = store.get("v1", "Pod", "a", read_only=True)
+    shared["metadata"]["labels"] = {"changed": "in place"}
+    assert "pods default/a" in store.changed_shared_objects()
+    del shared["metadata"]["labels"]  # as it was, for the suite's own check at the end

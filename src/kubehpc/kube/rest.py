@@ -637,7 +637,10 @@ class RestClient:
             "resourceVersion": options.resource_version,
         }
 
-    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Obj:
+    def get(
+        self, api_version: str, kind: str, name: str, namespace: str | None = None, *, read_only: bool = False
+    ) -> Obj:
+        # ``read_only`` changes nothing here: every answer is decoded afresh.
         info = self.resource_for(api_version, kind)
         result: Obj = self._json("GET", info.path(self._ns(info, namespace), name))
         return result

@@ -123,7 +123,11 @@ class WriteResult:
 
 
 class Client(Protocol):
-    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Obj: ...
+    def get(
+        self, api_version: str, kind: str, name: str, namespace: str | None = None, *, read_only: bool = False
+    ) -> Obj:
+        """One object; ``read_only`` as in :class:`ListOptions`: the caller never changes it."""
+        ...
 
     def list(self, api_version: str, kind: str, options: ListOptions | None = None) -> ObjectList: ...
 

@@ -40,6 +40,11 @@ class Record:
             self._obj = orjson.loads(self.raw)
         return self._obj
 
+    @property
+    def decoded(self) -> Obj | None:
+        """The shared decoded object if it was decoded already (never decodes)."""
+        return self._obj
+
     def copy(self) -> Obj:
         """An independent copy the caller may change."""
         out: Obj = orjson.loads(self.raw)

@@ -273,6 +273,27 @@ class Store(WritesMixin):
     def _ns(rt: ResourceType, namespace: str | None) -> str:
         return (namespace or "default") if rt.namespaced else ""
 
+    def changed_shared_objects(self) -> list[str]:
+        """Stored versions whose shared decoded object no longer serialises to the bytes it was
+        stored as: someone changed, in place, what ``read_only`` readers are handed. A check for
+        tests and debugging (it serialises every decoded version); empty when all is well."""
+        with self._lock:
+            records = [
+                (f"{key} {ns}/{name}" if ns else f"{key} {name}", rec)
+                for key, by_ns in self._objects.items()
+                for ns, by_name in by_ns.items()
+                for name, rec in by_name.items()
+            ]
+            records += [
+                (f"{c.resource} {c.namespace}/{c.name}@{c.rv}", r)
+                for c in self._history
+                for r in (c.record, c.prev)
+                if r is not None
+            ]
+        return [
+            what for what, rec in records if rec.decoded is not None and orjson.dumps(rec.decoded) != rec.raw
+        ]
+
     def _record(self, rt: ResourceType, namespace: str, name: str) -> Record | None:
         return self._objects[rt.key].get(namespace, {}).get(name)
 
@@ -285,11 +306,15 @@ class Store(WritesMixin):
             obj = rt.from_storage(obj, version)
         return obj
 
-    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Obj:
+    def get(
+        self, api_version: str, kind: str, name: str, namespace: str | None = None, *, read_only: bool = False
+    ) -> Obj:
         rt, version = self._type(api_version, kind)
         rec = self._record(rt, self._ns(rt, namespace), name)
         if rec is None:
             raise self._not_found(rt, name)
+        if read_only and version == rt.storage_version:
+            return rec.obj  # shared with the store's other readers: never to be changed
         return self._decode(rt, version, rec.raw)
 
     def get_raw(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> bytes:

@@ -97,7 +97,8 @@ class JobController:
         requeue: float | None = None
         for _ in range(self.max_passes):
             try:
-                job = self.client.get(c.JOB_API_VERSION, c.JOB_KIND, name, namespace)
+                # Read only: planning copies what it changes (status, pod templates).
+                job = self.client.get(c.JOB_API_VERSION, c.JOB_KIND, name, namespace, read_only=True)
             except NotFound:
                 self._backoff.pop((namespace, name), None)
                 self._planned.pop((namespace, name), None)
