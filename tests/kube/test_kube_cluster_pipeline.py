@@ -178,6 +178,16 @@ class ScriptedServer:
                 )
                 conn.sendall(head % (close, len(answer)) + answer)
                 if closing:
+                    # As Go's net/http hangs up (closeWriteAndWait): stop sending, then read
+                    # and drop what the client still sends. Closing with unread data in the
+                    # socket sends a reset, which can destroy the answer before it is read.
+                    conn.shutdown(socket.SHUT_WR)
+                    conn.settimeout(0.5)
+                    try:
+                        while conn.recv(65536):
+                            pass
+                    except OSError:
+                        pass
                     return
 
     def close(self) -> None:
