@@ -177,6 +177,8 @@ class Registry:
     _types: dict[str, ResourceType] = field(default_factory=dict)
     _by_gk: dict[tuple[str, str], ResourceType] = field(default_factory=dict)
     _by_gr: dict[tuple[str, str], ResourceType] = field(default_factory=dict)
+    # apiVersion and kind -> what for_kind answers: asked on every read and write.
+    _by_avk: dict[tuple[str, str], tuple[ResourceType, VersionSpec]] = field(default_factory=dict)
 
     def register(self, rt: ResourceType) -> None:
         if rt.key in self._types:
@@ -184,6 +186,8 @@ class Registry:
         self._types[rt.key] = rt
         self._by_gk[(rt.group, rt.kind)] = rt
         self._by_gr[(rt.group, rt.plural)] = rt
+        for vs in rt.versions:
+            self._by_avk[(rt.api_version(vs.name), rt.kind)] = (rt, vs)
 
     def __iter__(self) -> Iterator[ResourceType]:
         return iter(self._types.values())
@@ -196,6 +200,9 @@ class Registry:
 
     def for_kind(self, api_version: str, kind: str) -> tuple[ResourceType, VersionSpec]:
         """Resolve a manifest's apiVersion and kind; the error lists what is supported."""
+        known = self._by_avk.get((api_version, kind))
+        if known is not None:
+            return known
         group, _, version = api_version.rpartition("/")
         rt = self._by_gk.get((group, kind))
         if rt is None:
