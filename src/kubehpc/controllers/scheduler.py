@@ -98,7 +98,8 @@ class Scheduler:
         # SimpleQueue: a put is one C call, where Queue takes a lock and notifies a condition.
         self._events: queue.SimpleQueue[Event] = queue.SimpleQueue()
         watched = WATCHED + (POD_GROUPS if self.options.watch_pod_groups else ())
-        self._informers = [Informer(client, av, kind, self._events) for av, kind in watched]
+        # Read only: the cache and the steps read pods and nodes, and write through the client.
+        self._informers = [Informer(client, av, kind, self._events, read_only=True) for av, kind in watched]
         self._table = NodeTable.build([])
         self._last_flush = clock()
         self._written: dict[str, str] = {}  # pod -> Unschedulable message last written

@@ -361,7 +361,7 @@ class MPIJobController:
 
     def run(self, stop: threading.Event) -> None:
         self.queue = WorkQueue()
-        followers = Followers(self.client)
+        followers = Followers(self.client, read_only=True)  # handlers pick keys
         followers.start(stop, O.API_VERSION, O.KIND, self._on_job)
         for av, kind in (("v1", "Pod"), ("batch/v1", "Job"), ("v1", "ConfigMap"), ("v1", "Service")):
             followers.start(stop, av, kind, self._on_child)

@@ -62,7 +62,7 @@ class OwnerLoop:
 
     def run(self, stop: threading.Event) -> None:
         self.queue = WorkQueue()
-        followers = Followers(self.client)
+        followers = Followers(self.client, read_only=True)  # handlers pick keys
         followers.start(stop, self.api_version, self.kind, self._on_primary)
         for api_version, kind in self.owned:
             followers.start(stop, api_version, kind, self._on_owned)

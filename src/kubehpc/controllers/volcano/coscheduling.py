@@ -95,7 +95,7 @@ class CoschedulingStatus:
                 self._wake.set()
 
     def run(self, stop: threading.Event) -> None:
-        followers = Followers(self.client)
+        followers = Followers(self.client, read_only=True)  # handlers only wake the loop
         followers.start(stop, API_VERSION, KIND, self._on_change)
         followers.start(stop, "v1", "Pod", self._on_pod)
         while not stop.is_set():

@@ -371,7 +371,7 @@ class VolcanoJobController:
 
     def run(self, stop: threading.Event) -> None:
         self.queue = WorkQueue()
-        followers = Followers(self.client, self.namespace)
+        followers = Followers(self.client, self.namespace, read_only=True)  # handlers pick keys
         followers.start(stop, c.JOB_API_VERSION, c.JOB_KIND, self._on_job)
         followers.start(stop, c.POD_API_VERSION, "Pod", self._on_pod)
         followers.start(stop, c.PODGROUP_API_VERSION, c.PODGROUP_KIND, self._on_podgroup)

@@ -348,7 +348,7 @@ class VolcanoQueueController:
     def run(self, stop: threading.Event) -> None:
         if self.create_default_queue:
             self.ensure_default_queue()
-        followers = Followers(self.client)
+        followers = Followers(self.client, read_only=True)  # handlers only wake the loop
         for api_version, kind in (
             (c.QUEUE_API_VERSION, c.QUEUE_KIND),
             (c.PODGROUP_API_VERSION, c.PODGROUP_KIND),
