@@ -377,6 +377,11 @@ def _mpi_env(job: Obj, embedded: Embedded | None) -> list[Obj]:
                 ("OMPI_MCA_btl", "self,tcp"),
                 ("OMPI_MCA_oob_tcp_if_include", "lo"),
                 ("OMPI_MCA_btl_tcp_if_include", "lo"),
+                # Each daemon would map the machine's topology into a "hole" of its address
+                # space for its ranks to share; the biggest hole can border the stack, and
+                # about one mpirun in ten lost a daemon to a segfault there (in
+                # hwloc_shmem_topology_write). The ranks read the topology themselves instead.
+                ("OMPI_MCA_rtc_hwloc_vmhole", "none"),
                 ("OMPI_ALLOW_RUN_AS_ROOT", "1"),
                 ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"),
             ]
