@@ -21,6 +21,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import orjson
+
 from kubehpc.api.errors import ApiError, Conflict, NotFound
 from kubehpc.controllers.job.clock import Clock, RealClock
 from kubehpc.controllers.job.controller import EventSink
@@ -86,7 +88,9 @@ class JobReconciler:
     def reconcile(self, integration: Integration, namespace: str, name: str) -> float | None:
         """One pass for one job; returns after how many seconds to look again, or None."""
         try:
-            obj = self.client.get(integration.api_version, integration.kind, name, namespace)
+            # Read only, as most passes write nothing: a step that changes the job or the
+            # Workload takes its own copy first (writable_job, _own).
+            obj = self.client.get(integration.api_version, integration.kind, name, namespace, read_only=True)
         except NotFound:
             return None  # its Workload goes with it (ownerReference, garbage collector)
         queue = queue_name(obj)
@@ -96,11 +100,19 @@ class JobReconciler:
         meta = obj["metadata"]
         wl_name = W.workload_name(meta["name"], meta["uid"], integration.api_version, integration.kind)
         wl = self._get_workload(namespace, wl_name)
+        owned = False
+
+        def writable_job() -> GenericJob:
+            # Later steps read what an earlier one changed (a stopped job is suspended).
+            nonlocal job, owned
+            if not owned:
+                job, owned = integration.new_job(_own(job.object)), True
+            return job
 
         # 1. A Workload that no longer matches the job is replaced.
         if wl is not None and not _stopping(obj) and not equivalent(job, wl):
             if not job.is_suspended():
-                self._stop(job, wl, "Workload does not match the job any more")
+                self._stop(writable_job(), wl, "Workload does not match the job any more")
             self.client.delete(k.KUEUE_API_VERSION, k.WORKLOAD, wl_name, namespace)
             wl = None
 
@@ -108,6 +120,7 @@ class JobReconciler:
         message, succeeded, finished = job.finished()
         if finished:
             if wl is not None and not W.is_finished(wl):
+                wl = _own(wl)
                 W.set_finished(wl, succeeded, message, self.clock.now())
                 self.client.update_status(wl)
             return None
@@ -115,7 +128,7 @@ class JobReconciler:
         # 3. No Workload yet.
         if wl is None:
             if not job.is_suspended():
-                self._stop(job, None, "Missing Workload; unable to restore pod templates")
+                self._stop(writable_job(), None, "Missing Workload; unable to restore pod templates")
             try:
                 self._create_workload(integration, job, queue)
             except ComposeError as err:
@@ -126,11 +139,12 @@ class JobReconciler:
         # 4. Evicted: stop, and once nothing runs, release the quota and requeue.
         evicted = find(wl, k.EVICTED)
         if evicted is not None and evicted.get("status") == "True":
-            self._stop(job, wl, str(evicted.get("message") or "Workload evicted"))
+            self._stop(writable_job(), wl, str(evicted.get("message") or "Workload evicted"))
             if W.has_quota_reservation(wl) and not job.is_active():
                 now = self.clock.now()
                 reason = str(evicted.get("reason") or "")
                 message = str(evicted.get("message") or "")
+                wl = _own(wl)
                 W.set_requeued(wl, reason, message, reason == k.REASON_EVICTED_BY_PREEMPTION, now)
                 W.unset_quota_reservation(wl, k.REASON_PENDING, message, now)
                 self.client.update_status(wl)
@@ -139,19 +153,20 @@ class JobReconciler:
         # 5. Suspended: start it once admitted, else keep the Workload in step with it.
         if job.is_suspended():
             if W.is_admitted(wl):
-                self._start(job, wl)
+                self._start(writable_job(), wl)
             elif not W.has_quota_reservation(wl):
-                self._sync_pending_spec(job, wl, queue)
+                self._sync_pending_spec(job, _own(wl), queue)
             return None
 
         # 6. Running without an admission.
         if not W.has_quota_reservation(wl):
-            self._stop(job, wl, "Not admitted by cluster queue")
+            self._stop(writable_job(), wl, "Not admitted by cluster queue")
         return None
 
     def _get_workload(self, namespace: str, name: str) -> Obj | None:
+        """The job's Workload, read only (:func:`_own` it before changing it)."""
         try:
-            return self.client.get(k.KUEUE_API_VERSION, k.WORKLOAD, name, namespace)
+            return self.client.get(k.KUEUE_API_VERSION, k.WORKLOAD, name, namespace, read_only=True)
         except NotFound:
             return None
 
@@ -403,3 +418,9 @@ def equivalent(job: GenericJob, wl: Obj) -> bool:
         if mine.get("count", 1) != expected:
             return False
     return True
+
+
+def _own(obj: Obj) -> Obj:
+    """A private copy of a shared (read-only) object, to change and write back."""
+    out: Obj = orjson.loads(orjson.dumps(obj))
+    return out
