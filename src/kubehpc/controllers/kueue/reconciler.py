@@ -21,8 +21,6 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import orjson
-
 from kubehpc.api.errors import ApiError, Conflict, NotFound
 from kubehpc.controllers.job.clock import Clock, RealClock
 from kubehpc.controllers.job.controller import EventSink
@@ -89,7 +87,7 @@ class JobReconciler:
         """One pass for one job; returns after how many seconds to look again, or None."""
         try:
             # Read only, as most passes write nothing: a step that changes the job or the
-            # Workload takes its own copy first (writable_job, _own).
+            # Workload takes its own copy first (writable_job, W.private_copy).
             obj = self.client.get(integration.api_version, integration.kind, name, namespace, read_only=True)
         except NotFound:
             return None  # its Workload goes with it (ownerReference, garbage collector)
@@ -106,7 +104,7 @@ class JobReconciler:
             # Later steps read what an earlier one changed (a stopped job is suspended).
             nonlocal job, owned
             if not owned:
-                job, owned = integration.new_job(_own(job.object)), True
+                job, owned = integration.new_job(W.private_copy(job.object)), True
             return job
 
         # 1. A Workload that no longer matches the job is replaced.
@@ -120,7 +118,7 @@ class JobReconciler:
         message, succeeded, finished = job.finished()
         if finished:
             if wl is not None and not W.is_finished(wl):
-                wl = _own(wl)
+                wl = W.private_copy(wl)
                 W.set_finished(wl, succeeded, message, self.clock.now())
                 self.client.update_status(wl)
             return None
@@ -144,7 +142,7 @@ class JobReconciler:
                 now = self.clock.now()
                 reason = str(evicted.get("reason") or "")
                 message = str(evicted.get("message") or "")
-                wl = _own(wl)
+                wl = W.private_copy(wl)
                 W.set_requeued(wl, reason, message, reason == k.REASON_EVICTED_BY_PREEMPTION, now)
                 W.unset_quota_reservation(wl, k.REASON_PENDING, message, now)
                 self.client.update_status(wl)
@@ -155,7 +153,7 @@ class JobReconciler:
             if W.is_admitted(wl):
                 self._start(writable_job(), wl)
             elif not W.has_quota_reservation(wl):
-                self._sync_pending_spec(job, _own(wl), queue)
+                self._sync_pending_spec(job, W.private_copy(wl), queue)
             return None
 
         # 6. Running without an admission.
@@ -164,7 +162,7 @@ class JobReconciler:
         return None
 
     def _get_workload(self, namespace: str, name: str) -> Obj | None:
-        """The job's Workload, read only (:func:`_own` it before changing it)."""
+        """The job's Workload, read only (:func:`W.private_copy` it before changing it)."""
         try:
             return self.client.get(k.KUEUE_API_VERSION, k.WORKLOAD, name, namespace, read_only=True)
         except NotFound:
@@ -418,9 +416,3 @@ def equivalent(job: GenericJob, wl: Obj) -> bool:
         if mine.get("count", 1) != expected:
             return False
     return True
-
-
-def _own(obj: Obj) -> Obj:
-    """A private copy of a shared (read-only) object, to change and write back."""
-    out: Obj = orjson.loads(orjson.dumps(obj))
-    return out

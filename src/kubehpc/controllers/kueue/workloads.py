@@ -11,6 +11,8 @@ import hashlib
 from datetime import datetime
 from typing import Any
 
+import orjson
+
 from kubehpc.api.kinds.kueue.workload import workload_state
 from kubehpc.controllers.job.spec import parse_time
 from kubehpc.controllers.kueue import constants as k
@@ -76,6 +78,13 @@ def new_workload(
         },
         "spec": spec,
     }
+
+
+def private_copy(obj: Obj) -> Obj:
+    """A copy to change and write back, of a shared (read-only) or cached object: a JSON round
+    trip, several times faster than deepcopy on API objects."""
+    out: Obj = orjson.loads(orjson.dumps(obj))
+    return out
 
 
 # --- reading --------------------------------------------------------------------------------------
