@@ -29,6 +29,8 @@ _QUANTITY_RE = re.compile(
     r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?"
 )
 _NANO = Fraction(1, 10**9)
+# (exponent, 10 ** (exponent + 9)) from exa down to nano: the divisor of an amount in nano-units.
+_NANO_SCALES = tuple((e, 10 ** (e + 9)) for e in range(18, -12, -3))
 
 BINARY_SI = "BinarySI"
 DECIMAL_SI = "DecimalSI"
@@ -113,16 +115,20 @@ def canonical(q: Quantity) -> str:
         for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
             if amount.numerator % _BINARY[suffix] == 0:
                 return f"{sign}{amount.numerator // _BINARY[suffix]}{suffix}"
-    # Largest power of 1000 (down to nano) that leaves an integer mantissa.
-    for exponent in range(18, -12, -3):
-        mantissa = amount / Fraction(10) ** exponent
-        if mantissa.denominator == 1:
+    # Largest power of 1000 (down to nano) that leaves an integer mantissa, found on the
+    # amount in nano-units with integer arithmetic (Fraction division was most of the cost).
+    nanos = amount * 10**9
+    if nanos.denominator != 1:  # pragma: no cover
+        raise AssertionError("amounts are rounded to nano-units when parsed")
+    for exponent, scale in _NANO_SCALES:
+        mantissa, rest = divmod(nanos.numerator, scale)
+        if rest == 0:
             if q.format == DECIMAL_EXPONENT:
                 suffix = f"e{exponent}" if exponent else ""
             else:
                 suffix = _EXP_SUFFIX[exponent]
-            return f"{sign}{mantissa.numerator}{suffix}"
-    raise AssertionError("amounts are rounded to nano-units when parsed")  # pragma: no cover
+            return f"{sign}{mantissa}{suffix}"
+    raise AssertionError("the nano scale divides every amount in nano-units")  # pragma: no cover
 
 
 def is_native_resource(name: str) -> bool:
@@ -145,7 +151,19 @@ def resource_units(name: str, value: Any) -> int:
     ``nvidia.com/mig-1g.10gb``) as counts. Extended resources must be whole numbers, as the API
     server requires.
     """
-    q = parse_quantity(value)
+    if type(value) is str:
+        return _text_units(name, value)
+    return _units(name, parse_quantity(value), value)
+
+
+# Requests and quotas repeat a handful of (resource, text) pairs across every pod, workload
+# and admission the controllers read; the answer is an int, so each pair is worked out once.
+@functools.lru_cache(maxsize=8192)
+def _text_units(name: str, text: str) -> int:
+    return _units(name, _parse_text(text), text)
+
+
+def _units(name: str, q: Quantity, value: Any) -> int:
     if name == "cpu":
         return q.milli_value()
     if is_extended_resource(name) and not q.is_integer():

@@ -7,6 +7,8 @@ or guesses a default twice.
 
 from __future__ import annotations
 
+import functools
+import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -32,7 +34,13 @@ def parse_time(value: Any) -> datetime | None:
 
 def format_time(when: datetime) -> str:
     """Kubernetes' metav1.Time: whole seconds, UTC, ``Z`` suffix."""
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _format_second(math.floor(when.timestamp()))
+
+
+# Every plan stamps its conditions with "now", and a busy second plans thousands of Jobs.
+@functools.lru_cache(maxsize=64)
+def _format_second(epoch_s: int) -> str:
+    return datetime.fromtimestamp(epoch_s, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _int_or_none(value: Any) -> int | None:

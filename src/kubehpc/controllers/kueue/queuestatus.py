@@ -8,6 +8,7 @@ ClusterQueue lists them, and the Active condition with Kueue's reasons.
 from __future__ import annotations
 
 import copy
+import functools
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,8 +24,10 @@ Obj = dict[str, Any]
 _BINARY = ("memory", "ephemeral-storage", "storage")
 
 
+@functools.lru_cache(maxsize=8192)
 def quantity_text(resource: str, units: int) -> str:
-    """Units of ``resource_units`` (millicores for cpu) back to a canonical quantity."""
+    """Units of ``resource_units`` (millicores for cpu) back to a canonical quantity. Cached:
+    every admission spells the same few requests again."""
     if resource == "cpu":
         return canonical(Quantity(Fraction(units, 1000), DECIMAL_SI))
     binary = resource in _BINARY or resource.startswith("hugepages-")
