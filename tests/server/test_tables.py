@@ -85,7 +85,7 @@ def test_plain_json_when_no_table_is_asked(http: httpx.Client) -> None:
 
 
 def test_kind_without_printer_columns_gets_name_and_age() -> None:
-    spec = VersionSpec("v1", validate=lambda obj, mode=FieldValidation.STRICT: [])
+    spec = VersionSpec("v1", validate=lambda obj, mode=FieldValidation.STRICT, **_: [])
     rt = ResourceType("example.com", "Widget", "widgets", True, (spec,), "v1")
     maker = TableMaker(rt, spec)
     assert [d["name"] for d in maker.definitions] == ["Name", "Age"]

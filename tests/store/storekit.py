@@ -59,13 +59,17 @@ POD_PATCH_META = TreePatchMeta(
 )
 
 
-def _require_spec_dict(obj: Obj, mode: FieldValidation) -> list[str]:
+def _require_spec_dict(
+    obj: Obj, mode: FieldValidation, /, *, unchanged: frozenset[str] = frozenset()
+) -> list[str]:
     if "spec" in obj and not isinstance(obj["spec"], dict):
         raise invalid(obj["kind"], obj["metadata"].get("name", ""), [Cause("spec", "must be an object")])
     return []
 
 
-def _validate_pod(obj: Obj, mode: FieldValidation) -> list[str]:
+def _validate_pod(
+    obj: Obj, mode: FieldValidation, /, *, unchanged: frozenset[str] = frozenset()
+) -> list[str]:
     _require_spec_dict(obj, mode)
     containers = (obj.get("spec") or {}).get("containers")
     name = obj["metadata"].get("name", "")

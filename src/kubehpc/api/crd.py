@@ -169,8 +169,8 @@ QualifiedName = Annotated[
 def validator(kind: str, group: str, model: type[BaseModel]) -> Validate:
     """A :data:`registry.Validate` checking objects against ``model`` (metadata excluded)."""
 
-    def validate(obj: Obj, mode: FieldValidation) -> list[str]:
-        causes, warnings = check_model(model, obj, mode)
+    def validate(obj: Obj, mode: FieldValidation, /, *, unchanged: frozenset[str] = frozenset()) -> list[str]:
+        causes, warnings = check_model(model, obj, mode, unchanged=unchanged)
         if causes:
             meta = obj.get("metadata")
             name = str(meta.get("name") or meta.get("generateName") or "") if isinstance(meta, dict) else ""
@@ -181,11 +181,17 @@ def validator(kind: str, group: str, model: type[BaseModel]) -> Validate:
 
 
 def check_model(
-    model: type[BaseModel], obj: Obj, mode: FieldValidation = FieldValidation.STRICT
+    model: type[BaseModel],
+    obj: Obj,
+    mode: FieldValidation = FieldValidation.STRICT,
+    *,
+    unchanged: frozenset[str] = frozenset(),
 ) -> tuple[list[Cause], list[str]]:
     """Problems of ``obj`` against ``model``: (causes, warnings). Unknown fields are causes
     under Strict, warnings under Warn and nothing under Ignore; under Warn and Ignore they are
-    also pruned from ``obj``, as the API server prunes what a structural schema does not know."""
+    also pruned from ``obj``, as the API server prunes what a structural schema does not know.
+    The embedded built-in definitions under the top-level fields in ``unchanged`` (the stored
+    version's own) are not walked again."""
     body = {k: v for k, v in obj.items() if k != "metadata"}
     if _has_null(body):
         body = _drop_nulls(body)
@@ -208,7 +214,7 @@ def check_model(
             _delete(obj, loc)
     # Embedded built-in definitions are checked on the object itself, so that their own unknown
     # fields are pruned from what is stored too.
-    view = {k: v for k, v in obj.items() if k != "metadata"}
+    view = {k: v for k, v in obj.items() if k != "metadata" and k not in unchanged}
     if mode == FieldValidation.STRICT:
         embedded_causes, embedded_warnings = _embedded_causes_remembered(model, view)
     else:
@@ -217,8 +223,8 @@ def check_model(
 
 
 # (model, top-level field, its JSON) -> (causes, warnings) of the embedded built-in definitions
-# under it. Under Strict nothing is pruned, so the answer is a function of these alone; a status
-# write leaves ``spec`` (and the pod templates in it) as it was, so they are not walked again.
+# under it. Under Strict nothing is pruned, so the answer is a function of these alone: an update
+# that leaves the pod templates as they were does not walk them again.
 _EMBEDDED_SEEN: dict[tuple[type[BaseModel], str, bytes], tuple[tuple[Cause, ...], tuple[str, ...]]] = {}
 _EMBEDDED_SEEN_MAX = 1024
 

@@ -52,10 +52,21 @@ class PatchMeta(Protocol):
         ...
 
 
-# Validates one object of one version. Returns warnings (unknown fields under
-# fieldValidation=Warn, deprecated shorthands, ...) and raises errors.Invalid with one Cause per
-# bad field, paths relative to the object root (``spec.template.spec.containers[0].image``).
-Validate = Callable[[Obj, FieldValidation], list[str]]
+class Validate(Protocol):
+    """Validates one object of one version. Returns warnings (unknown fields under
+    fieldValidation=Warn, deprecated shorthands, ...) and raises errors.Invalid with one Cause
+    per bad field, paths relative to the object root (``spec.template.spec.containers[0].image``).
+
+    ``unchanged`` names top-level fields that are the stored version's own, shared as they were
+    validated when stored (the spec in a status write). A validator may skip them: the API
+    server's validation ratcheting drops errors in unchanged fields, and its status strategies
+    validate the status alone."""
+
+    def __call__(
+        self, obj: Obj, mode: FieldValidation, /, *, unchanged: frozenset[str] = frozenset()
+    ) -> list[str]: ...
+
+
 # Fills in defaults in place, as the API server does on create and update.
 Default = Callable[[Obj], None]
 # Converts an object between a served version and the storage version (in place is allowed).

@@ -371,15 +371,18 @@ def _compiler() -> _Compiler:
 
 
 @functools.cache
-def _root_check(name: str) -> Check:
+def _root_check(name: str, skip: frozenset[str]) -> Check:
     # metadata of the object itself is checked by kubehpc.api.meta for every kind
-    return _compiler().compile(definitions()[name], skip=frozenset({"metadata"}))
+    return _compiler().compile(definitions()[name], skip=skip | {"metadata"})
 
 
-def validate_object(name: str, obj: Any, mode: FieldValidation) -> tuple[list[Cause], list[str]]:
-    """Check a whole object of definition ``name``, skipping its top-level ``metadata``."""
+def validate_object(
+    name: str, obj: Any, mode: FieldValidation, *, skip: frozenset[str] = frozenset()
+) -> tuple[list[Cause], list[str]]:
+    """Check a whole object of definition ``name``, skipping its top-level ``metadata`` and
+    the top-level fields in ``skip``."""
     out = Collector(mode)
-    _root_check(name)(obj, "", out)
+    _root_check(name, skip)(obj, "", out)
     return out.causes, out.warnings
 
 

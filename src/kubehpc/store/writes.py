@@ -392,14 +392,17 @@ class WritesMixin:
                 # Record serialises what it is given.
                 merged = dict(rec.obj)
                 merged["metadata"] = dict(merged["metadata"])
+                # Validated when stored; validators may skip it (see registry.Validate).
+                unchanged = frozenset(k for k in merged if k not in _STATUS_WRITE_KEYS)
             else:
                 merged = rt.from_storage(rec.copy(), vs.name)
+                unchanged = frozenset()
             if "status" in obj:
                 merged["status"] = obj["status"]
             else:
                 merged.pop("status", None)
             try:
-                warnings = vs.validate(merged, mode)
+                warnings = vs.validate(merged, mode, unchanged=unchanged)
             except Invalid as err:
                 raise strict_decoding_error(rt.kind, vs.name, err) from None
             new = rt.to_storage(merged)

@@ -60,13 +60,23 @@ def _no_semantics(obj: Obj) -> list[Cause]:
     return []
 
 
+_STATUS_WRITE_FIELDS = frozenset({"apiVersion", "kind", "metadata", "status"})
+
+
+def _only_status_may_change(obj: Obj, unchanged: frozenset[str]) -> bool:
+    return all(key in unchanged or key in _STATUS_WRITE_FIELDS for key in obj)
+
+
 def schema_validator(group: str, version: str, kind: str, semantic: Semantic = _no_semantics) -> Validate:
     """A ``registry.Validate`` for a built-in kind: the official schema, then ``semantic``."""
     definition = schema.definition_for_kind(group, version, kind)
 
-    def validate(obj: Obj, mode: FieldValidation) -> list[str]:
-        causes, warnings = schema.validate_object(definition, obj, mode)
-        if not causes:
+    def validate(obj: Obj, mode: FieldValidation, /, *, unchanged: frozenset[str] = frozenset()) -> list[str]:
+        causes, warnings = schema.validate_object(definition, obj, mode, skip=unchanged)
+        # The semantic rules (ValidateJobSpec, ...) read what a status write cannot change: a
+        # write that changes nothing but the status skips them, as the API server's status
+        # strategies validate the status alone.
+        if not causes and not (unchanged and _only_status_may_change(obj, unchanged)):
             causes = semantic(obj)
         if causes:
             name = str(_get(obj, "metadata", "name") or _get(obj, "metadata", "generateName") or "")

@@ -1,0 +1,150 @@
+"""A status write changes the status alone, so it is validated as the API server validates it:
+the status against the schema, while the rest of the object, the stored version's own, is not
+checked again (the built-in kinds' status strategies validate the status only; a custom
+resource's unchanged fields are ratcheted). A stored spec that today's rules refuse (written
+before a rule was added) does not block the controller writing the status; a write that
+changes the spec is checked in full."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from kubehpc.api.errors import Invalid
+from kubehpc.api.kinds import default_registry
+from kubehpc.api.registry import FieldValidation
+from kubehpc.store.store import Store
+
+Obj = dict[str, Any]
+
+
+def job() -> Obj:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j", "namespace": "default"},
+        "spec": {
+            "template": {
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}
+            }
+        },
+    }
+
+
+def workload() -> Obj:
+    container = {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "100m"}}}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": "w", "namespace": "default"},
+        "spec": {
+            "queueName": "lq",
+            "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": [container]}}}],
+        },
+    }
+
+
+def break_stored_spec(db: Path, resource: str, name: str, change: Callable[[Obj], None]) -> None:
+    """Edit the stored row behind the store's back, as data written under older rules."""
+    with sqlite3.connect(db) as conn:
+        (data,) = conn.execute(
+            "SELECT data FROM objects WHERE resource = ? AND name = ?", (resource, name)
+        ).fetchone()
+        obj = orjson.loads(data)
+        change(obj["spec"])
+        conn.execute(
+            "UPDATE objects SET data = ? WHERE resource = ? AND name = ?", (orjson.dumps(obj), resource, name)
+        )
+
+
+def negative_parallelism(spec: Obj) -> None:
+    spec["parallelism"] = -1
+
+
+def bad_template_quantity(spec: Obj) -> None:
+    spec["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "lots"
+
+
+CASES = [
+    (job, "jobs.batch", "j", negative_parallelism, {"active": 1}, "spec.parallelism"),
+    (
+        workload,
+        "workloads.kueue.x-k8s.io",
+        "w",
+        bad_template_quantity,
+        {"conditions": []},
+        "spec.podSets[0].template.spec.containers[0].resources.requests.cpu",
+    ),
+]
+
+
+@pytest.mark.parametrize(("make", "resource", "name", "breaks", "status", "field"), CASES)
+def test_a_status_write_does_not_check_the_stored_spec_again(
+    tmp_path: Path,
+    make: Callable[[], Obj],
+    resource: str,
+    name: str,
+    breaks: Callable[[Obj], None],
+    status: Obj,
+    field: str,
+) -> None:
+    db = tmp_path / "store.db"
+    with Store(default_registry(), db) as store:
+        store.create(make())
+    break_stored_spec(db, resource, name, breaks)
+    with Store(default_registry(), db) as store:
+        obj = make()
+        current = store.get(obj["apiVersion"], obj["kind"], name, "default")
+        written = store.update_status({**current, "status": status})
+        assert written["status"] == status
+
+
+@pytest.mark.parametrize(("make", "resource", "name", "breaks", "status", "field"), CASES)
+def test_a_write_of_the_whole_object_checks_the_stored_spec(
+    tmp_path: Path,
+    make: Callable[[], Obj],
+    resource: str,
+    name: str,
+    breaks: Callable[[Obj], None],
+    status: Obj,
+    field: str,
+) -> None:
+    db = tmp_path / "store.db"
+    with Store(default_registry(), db) as store:
+        store.create(make())
+    break_stored_spec(db, resource, name, breaks)
+    with Store(default_registry(), db) as store:
+        obj = make()
+        current = store.get(obj["apiVersion"], obj["kind"], name, "default")
+        current["metadata"]["labels"] = {"touched": "yes"}
+        with pytest.raises(Invalid) as err:
+            store.update(current)
+        assert field in str(err.value)
+
+
+def test_a_status_write_still_checks_the_status() -> None:
+    store = Store(default_registry(), None)
+    try:
+        created = store.create(job())
+        with pytest.raises(Invalid, match=r"status\.active"):
+            store.update_status({**created, "status": {"active": "many"}})
+    finally:
+        store.close()
+
+
+def test_a_built_in_validator_skips_only_the_fields_it_is_told_are_unchanged() -> None:
+    validate = default_registry().for_kind("batch/v1", "Job")[1].validate
+    bad = job()
+    negative_parallelism(bad["spec"])
+    bad["status"] = {"active": 1}
+    assert validate(bad, FieldValidation.STRICT, unchanged=frozenset({"spec"})) == []
+    with pytest.raises(Invalid, match=r"spec\.parallelism"):
+        validate(bad, FieldValidation.STRICT)
+    bad["status"] = {"active": "many"}
+    with pytest.raises(Invalid, match=r"status\.active"):
+        validate(bad, FieldValidation.STRICT, unchanged=frozenset({"spec"}))
