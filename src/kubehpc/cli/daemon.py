@@ -129,6 +129,7 @@ def start_daemon(
     port: int | None = None,
     cluster: str = "",
     timeout_s: float = START_TIMEOUT_S,
+    event_ttl: str = "",
 ) -> int:
     """Start ``kubehpc up`` detached (own session, output to the server log) and return its pid
     once ``/readyz`` answers. ``port`` None: as :func:`choose_port` decides."""
@@ -138,6 +139,8 @@ def start_daemon(
     cmd += ["--port", str(port)]
     if cluster:
         cmd += ["--cluster", cluster]
+    if event_ttl:
+        cmd += ["--event-ttl", event_ttl]
     with open(home.server_log_path, "ab") as log:
         proc = subprocess.Popen(
             cmd,

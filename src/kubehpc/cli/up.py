@@ -37,6 +37,12 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         help="Kueue's Configuration (config.kueue.x-k8s.io, or the kueue-manager-config ConfigMap "
         "holding it): fairSharing is honoured; it is checked and kept in the home",
     )
+    p.add_argument(
+        "--event-ttl",
+        default="1h",
+        metavar="DURATION",
+        help="how long an Event is kept after its last write, as kube-apiserver's --event-ttl (default 1h)",
+    )
     p.add_argument("--host", default=daemon.DEFAULT_HOST, help="address to listen on (default 127.0.0.1)")
     p.add_argument(
         "--port",
@@ -109,7 +115,13 @@ def tune_gc() -> None:
     gc.set_threshold(50_000, 20, 100)
 
 
-def run_control_plane(home: Home, host: str, port: int, on_ready: Callable[[int], None]) -> None:
+def run_control_plane(
+    home: Home,
+    host: str,
+    port: int,
+    on_ready: Callable[[int], None],
+    event_ttl_s: float,
+) -> None:
     """Run the control plane of ``home`` (store and controllers) and serve its API until
     SIGTERM/SIGINT."""
     from kubehpc.runtime.controlplane import ControlPlane
@@ -124,7 +136,7 @@ def run_control_plane(home: Home, host: str, port: int, on_ready: Callable[[int]
     # would end the process before the store and controllers are closed. As an exception it
     # unwinds through the cleanup below instead.
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    control_plane = ControlPlane(home).start()
+    control_plane = ControlPlane(home, event_ttl_s=event_ttl_s).start()
     tune_gc()
     try:
         serve(
@@ -151,19 +163,32 @@ def run(session: Session, args: argparse.Namespace) -> int:
         _keep_cluster_file(home, args.cluster)
     if args.kueue_config:
         _keep_kueue_config(home, args.kueue_config)
+    event_ttl_s = _event_ttl_s(args.event_ttl)
     port = daemon.choose_port(args.host, args.port)
     if args.detach:
-        pid = daemon.start_daemon(home, args.host, port)
+        pid = daemon.start_daemon(home, args.host, port, event_ttl=args.event_ttl)
         client = daemon.local_client(home)
         url = client.config.server if client is not None else "?"
         if client is not None:
             client.close()
         _print_ready(session, home, pid, url)
         return 0
-    return _run_foreground(session, home, args.host, port)
+    return _run_foreground(session, home, args.host, port, event_ttl_s)
 
 
-def _run_foreground(session: Session, home: Home, host: str, port: int) -> int:
+def _event_ttl_s(text: str) -> float:
+    from kubehpc.cli.waiting import parse_duration
+
+    try:
+        seconds = parse_duration(text)
+    except CliError as exc:
+        raise CliError(f"--event-ttl: {exc}") from None
+    if seconds <= 0:
+        raise CliError(f'--event-ttl: "{text}" must be more than zero')
+    return seconds
+
+
+def _run_foreground(session: Session, home: Home, host: str, port: int, event_ttl_s: float) -> int:
     import os
 
     from kubehpc.server.bootstrap import ensure_token, write_kubeconfig
@@ -183,7 +208,7 @@ def _run_foreground(session: Session, home: Home, host: str, port: int) -> int:
             write_kubeconfig(home, url, ensure_token(home), ensure_tls(home, (host,)).ca_pem)
             _print_ready(session, home, os.getpid(), url)
 
-        run_control_plane(home, host, port, ready)
+        run_control_plane(home, host, port, ready, event_ttl_s)
     finally:
         lock.release()
     return 0

@@ -53,6 +53,8 @@ log = logging.getLogger(__name__)
 Loop = Callable[[threading.Event], None]
 SLURM_HOLD_PERIOD_S = 2.0
 ADMISSION_BATCH_S = 0.2  # admission cycles per second at most, under a stream of changes
+DEFAULT_EVENT_TTL_S = 3600.0  # kube-apiserver's --event-ttl default
+EXPIRY_PERIOD_MAX_S = 60.0  # how often expired Events are looked for, at most
 
 
 def cluster_config_of(home: Home) -> ClusterConfig:
@@ -97,6 +99,8 @@ class ControlPlane:
     cluster: ClusterConfig | None = None
     metrics: CollectorRegistry = field(default_factory=CollectorRegistry)
     """The Prometheus registry the controllers report into; the API serves it at /metrics."""
+    event_ttl_s: float = DEFAULT_EVENT_TTL_S
+    """How long an Event is kept after its last write (kube-apiserver's ``--event-ttl``)."""
     store: Store = field(init=False)
     agent: NodeAgent | None = field(init=False, default=None)
     scheduler: Scheduler = field(init=False)
@@ -111,7 +115,9 @@ class ControlPlane:
         # What the API server gets from admission plugins and Kueue's webhook: queued Jobs are
         # suspended on create, pods get their priority from their PriorityClass.
         hooks: list[AdmissionHook] = [JobWebhook(), PodPriorityHook(lambda: self.store)]
-        self.store = Store(self.registry, self.home.db_path, admission=hooks)
+        self.store = Store(
+            self.registry, self.home.db_path, admission=hooks, ttl={("v1", "Event"): self.event_ttl_s}
+        )
         # kubehpc is the only scheduler here: it also serves pods written for Volcano's.
         self.scheduler = Scheduler(
             self.store, SchedulerOptions(scheduler_names=SERVED_SCHEDULERS, watch_pod_groups=True)
@@ -138,7 +144,17 @@ class ControlPlane:
             "mpijob": mpijob_controller(self.store, self.home).run,
             **ray_controllers(self.store),
             "slurm-holds": self._release_slurm_holds,
+            "event-expiry": self._expire_events,
         }
+
+    def _expire_events(self, stop: threading.Event) -> None:
+        """Delete Events that outlived ``event_ttl_s``, looked for a tenth of it apart (a
+        minute at most): an Event lives its time to live and up to a tenth more."""
+        period = min(self.event_ttl_s / 10, EXPIRY_PERIOD_MAX_S)
+        while not stop.wait(period):
+            expired = self.store.expire()
+            if expired:
+                log.debug("expired %d events", expired)
 
     def _release_slurm_holds(self, stop: threading.Event) -> None:
         """Release sbatch jobs whose --dependency or --begin is satisfied (and cancel those whose

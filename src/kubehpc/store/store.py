@@ -17,8 +17,9 @@ import binascii
 import contextlib
 import random
 import threading
+import time
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from kubehpc.api.errors import BadRequest, Gone, NotFound
 from kubehpc.api.registry import Registry, ResourceType
 from kubehpc.store.admission import AdmissionHook
 from kubehpc.store.client import ListOptions, ObjectList, Watch
+from kubehpc.store.expiry import Deadlines
 from kubehpc.store.records import ADDED, DELETED, Change, Obj, Record
 from kubehpc.store.selectors import Requirement, parse_field_selector, parse_label_selector
 from kubehpc.store.sqlite import SqliteLog
@@ -38,13 +40,16 @@ DEFAULT_MEMORY_HISTORY = 20_000
 DEFAULT_DURABLE_HISTORY = 200_000
 DEFAULT_BOOKMARK_INTERVAL_S = 2.0
 DEFAULT_MAX_WATCH_QUEUE = 100_000  # undelivered events before a watch is cut off
+EXPIRE_CHUNK = 1_000  # expired objects deleted per commit (the lock is let go in between)
 
 
 class Store(WritesMixin):
     """Implements :class:`kubehpc.store.client.Client` in process.
 
     ``path=None`` keeps everything in memory (tests, the simulator); a path opens (or creates)
-    the SQLite database there and loads it.
+    the SQLite database there and loads it. ``ttl`` gives kinds, by (apiVersion, kind), a time
+    to live in seconds after each write (Events: kube-apiserver's ``--event-ttl``), measured on
+    ``clock``; :meth:`expire` deletes what outlived it.
     """
 
     def __init__(
@@ -58,8 +63,12 @@ class Store(WritesMixin):
         max_watch_queue: int = DEFAULT_MAX_WATCH_QUEUE,
         seed: int | None = None,
         admission: Sequence[AdmissionHook] = (),
+        ttl: Mapping[tuple[str, str], float] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.registry = registry
+        ttl_by_resource = {registry.for_kind(av, kind)[0].key: s for (av, kind), s in (ttl or {}).items()}
+        self._deadlines = Deadlines(ttl_by_resource, clock)
         self.admission = tuple(admission)
         self._lock = threading.RLock()
         # resource key -> namespace ("" when cluster-scoped) -> name -> current record
@@ -97,6 +106,9 @@ class Store(WritesMixin):
             if by_ns is None:  # a kind no longer registered: keep it on disk, do not serve it
                 continue
             by_ns.setdefault(namespace, {})[name] = Record(data)
+            if resource in self._deadlines:
+                # As etcd grants its leases again when it starts: a full time to live from now.
+                self._deadlines.written(resource, namespace, name)
         tail = log.changes_after(self._durable_floor, limit=self._memory_history)
         self._history.extend(tail)
         self._memory_floor = tail[0].rv - 1 if tail else self._rv
@@ -144,6 +156,24 @@ class Store(WritesMixin):
             if self._batch_depth == 0:
                 self._flush()
 
+    def expire(self) -> int:
+        """Delete every object whose time to live has passed since its last write, as etcd
+        deletes an Event whose lease ran out: at once, finalizers or not; watches see DELETED.
+        Returns how many went. Commits a chunk at a time, so writers wait for one chunk only."""
+        expired = 0
+        while True:
+            with self._lock:
+                due = self._deadlines.take_due(EXPIRE_CHUNK)
+                if not due:
+                    return expired
+                with self.batch():
+                    for resource, namespace, name in due:
+                        rec = self._objects[resource].get(namespace, {}).get(name)
+                        if rec is None:
+                            continue  # deleted meanwhile (a write that was rolled back)
+                        self._commit(self.registry.get(resource), DELETED, rec.copy(), rec)
+                        expired += 1
+
     # --- commit path (called with the lock held) -----------------------------------------
 
     def _next_rv(self) -> int:
@@ -161,6 +191,11 @@ class Store(WritesMixin):
                 del self._objects[change.resource][change.namespace]
         else:
             by_name[change.name] = change.record
+        if change.resource in self._deadlines:
+            if change.type == DELETED:
+                self._deadlines.deleted(change.resource, change.namespace, change.name)
+            else:
+                self._deadlines.written(change.resource, change.namespace, change.name)
         self._pending.append(change)
         if self._batch_depth == 0:
             self._flush()
@@ -173,6 +208,12 @@ class Store(WritesMixin):
                 by_name.pop(change.name, None)
             else:
                 by_name[change.name] = change.prev
+            if change.resource in self._deadlines:
+                # Back as it was, with a full lease (a later deadline never loses an object).
+                if change.prev is None:
+                    self._deadlines.deleted(change.resource, change.namespace, change.name)
+                else:
+                    self._deadlines.written(change.resource, change.namespace, change.name)
         if self._pending:
             self._rv = self._pending[0].rv - 1
         self._pending = []
