@@ -96,3 +96,45 @@ def test_run_empties_and_removes_a_deleted_namespace_until_stopped(
         stop.set()
         runner.join(timeout=10)
     assert not runner.is_alive()
+
+
+def test_run_looks_again_soon_while_a_namespace_waits_for_its_content_to_go(
+    store: Store, controller: NamespaceController
+) -> None:
+    # The last pod goes long after the namespace was deleted, and nothing but Namespaces is
+    # watched: the controller polls while a namespace is terminating, not once a resync.
+    import threading
+
+    store.create(pod("p", nodeName="node-1"))
+    stop = threading.Event()
+    runner = threading.Thread(target=controller.run, args=(stop,), kwargs={"resync_seconds": 3600})
+    runner.start()
+    try:
+        store.delete("v1", "Namespace", "team")
+        stop.wait(0.5)
+        assert namespace_exists(store)  # the pod is still terminating on its node
+        store.delete("v1", "Pod", "p", "team", DeleteOptions(grace_period_seconds=0))
+        for _ in range(200):
+            if not namespace_exists(store):
+                break
+            stop.wait(0.05)
+        assert not namespace_exists(store)
+    finally:
+        stop.set()
+        runner.join(timeout=10)
+    assert not runner.is_alive()
+
+
+def test_run_watches_namespaces_only(store: Store, controller: NamespaceController) -> None:
+    import threading
+
+    stop = threading.Event()
+    runner = threading.Thread(target=controller.run, args=(stop,), kwargs={"resync_seconds": 3600})
+    runner.start()
+    try:
+        stop.wait(0.2)
+        watching = sorted(t.name for t in threading.enumerate() if t.name.startswith("namespace-watch-"))
+        assert watching == ["namespace-watch-Namespace"]
+    finally:
+        stop.set()
+        runner.join(timeout=10)

@@ -443,10 +443,13 @@ def run_on_changes(
     resync_seconds: float,
     name: str,
     relevant: Callable[[WatchEvent], bool] | None = None,
+    poll: Callable[[], float | None] | None = None,
 ) -> None:
     """Call ``reconcile`` whenever any of ``kinds`` changes in a way ``relevant`` accepts (and
     every ``resync_seconds``) until ``stop`` is set. Rounds that wrote something are followed
-    by another soon, so multi-step work (finalizer, then deletion) needs no resync."""
+    by another soon, so multi-step work (finalizer, then deletion) needs no resync. ``poll``,
+    asked after each round, may shorten the wait for the next: work that waits on something
+    not watched."""
     dirty = threading.Event()
     dirty.set()
     watches = []
@@ -481,11 +484,13 @@ def run_on_changes(
 
     threading.Thread(target=wake_on_stop, name=f"{name}-stop", daemon=True).start()
     try:
+        wait_s = resync_seconds
         while not stop.is_set():
-            dirty.wait(resync_seconds)
+            dirty.wait(wait_s)
             if stop.is_set():
                 break
             dirty.clear()
+            wait_s = resync_seconds
             started = time.monotonic()
             try:
                 wrote = reconcile()
@@ -494,6 +499,9 @@ def run_on_changes(
                 stop.wait(min(_MAX_PAUSE_S, _PAUSE_FACTOR * (time.monotonic() - started)))
                 if wrote:
                     dirty.set()
+                sooner = poll() if poll is not None else None
+                if sooner is not None:
+                    wait_s = min(resync_seconds, sooner)
             except ApiError as exc:
                 log.warning("%s: reconcile failed: %s", name, exc)
                 stop.wait(1.0)

@@ -7,6 +7,7 @@ and messages.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from datetime import datetime
 from typing import Any
@@ -30,6 +31,7 @@ def group_of(api_version: str) -> str:
     return api_version.split("/", 1)[0] if "/" in api_version else ""
 
 
+@functools.lru_cache(maxsize=16384)  # asked on every pass over a job; a hash per ask added up
 def workload_name(owner_name: str, owner_uid: str, api_version: str, kind: str) -> str:
     """``<kind>-<name>-<hash>``, exactly as Kueue names the Workload of a job."""
     prefix = f"{kind.lower()}-{owner_name}"[:_MAX_PREFIX]
