@@ -93,3 +93,17 @@ def test_preferred_affinity_picks_among_fitting_nodes() -> None:
         }
     }
     assert placed(decide(snapshot(NODES, [pod("p", affinity=preferred)]))) == {"p": "h100-2"}
+
+
+def test_a_pod_the_filters_leave_one_node_lands_there_while_it_has_room() -> None:
+    nodes = [node(n, cpu="2", labels={"kubernetes.io/hostname": n}) for n in ("n1", "n2", "n3")]
+    pods = [
+        pod(f"p{i}", created=float(i), cpu="1", nodeSelector={"kubernetes.io/hostname": "n2"})
+        for i in range(3)
+    ]
+    assert placed(decide(snapshot(nodes, pods))) == {"p0": "n2", "p1": "n2"}  # p2: n2 is full
+
+
+def test_a_pod_the_filters_leave_no_node_is_not_placed() -> None:
+    nodes = [node(n, labels={"kubernetes.io/hostname": n}) for n in ("n1", "n2")]
+    assert placed(decide(snapshot(nodes, [pod("p", nodeSelector={"kubernetes.io/hostname": "n9"})]))) == {}

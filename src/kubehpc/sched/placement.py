@@ -272,6 +272,13 @@ def place(
         ok = ok & allowed
     # Keys order (score desc, node id asc) as one integer: score * n + (n - 1 - id).
     if k == 1:
+        only = np.flatnonzero(ok)
+        if len(only) <= 1:
+            # The filters left one node at most (a pod pinned by nodeName, a hostname selector
+            # or the node its admission planned): nothing to score, only its room to check.
+            if len(only) and capacity(table, usage.used, only, req)[0] > 0:
+                return only.astype(np.int64)
+            return np.zeros(0, dtype=np.int64)
         # One pod: score every node in place (contiguous columns beat gathering the fitting rows).
         fits = fits_one(table, usage.used, ok, req)
         first = _score_one(table, usage, shape, config)
