@@ -605,29 +605,75 @@ def _inline(defs: Mapping[str, Any], node: Any, stack: tuple[str, ...]) -> Any:
 
 def defaulter(schema: Mapping[str, Any]) -> Default:
     """Apply ``schema``'s defaults in place, as the API server defaults custom resources."""
+    plan = _defaults_of(schema)
 
     def default(obj: Obj) -> None:
-        apply_defaults(schema, obj)
+        if plan is not None:
+            _apply_defaults(plan, obj)
 
     return default
 
 
 def apply_defaults(schema: Mapping[str, Any], value: Any) -> None:
+    """Fill in the defaults ``schema`` declares, in place, wherever ``value`` lacks them."""
+    plan = _defaults_of(schema)
+    if plan is not None:
+        _apply_defaults(plan, value)
+
+
+@dataclass(frozen=True)
+class _Defaults:
+    """The defaults of one schema node, and the children that hold some further down: a walk
+    visits only those (a Workload's pod templates declare a handful among hundreds of fields)."""
+
+    here: tuple[tuple[str, Any], ...]
+    children: tuple[tuple[str, _Defaults], ...]
+    extra: _Defaults | None
+    items: _Defaults | None
+
+
+def _defaults_of(schema: Mapping[str, Any]) -> _Defaults | None:
+    """The defaults under ``schema`` (None: none at all), worked out once per schema node."""
+    memo: dict[int, tuple[Mapping[str, Any], _Defaults | None]] = {}
+
+    def compile_(node: Mapping[str, Any]) -> _Defaults | None:
+        seen = memo.get(id(node))
+        if seen is not None:
+            return seen[1]
+        here: list[tuple[str, Any]] = []
+        children: list[tuple[str, _Defaults]] = []
+        for key, sub in (node.get("properties") or {}).items():
+            if "default" in sub:
+                here.append((key, sub["default"]))
+            child = compile_(sub) if key != "metadata" else None
+            if child is not None:
+                children.append((key, child))
+        extra_schema, items_schema = node.get("additionalProperties"), node.get("items")
+        extra = compile_(extra_schema) if isinstance(extra_schema, Mapping) else None
+        items = compile_(items_schema) if isinstance(items_schema, Mapping) else None
+        plan = None
+        if here or children or extra is not None or items is not None:
+            plan = _Defaults(tuple(here), tuple(children), extra, items)
+        memo[id(node)] = (node, plan)  # the node is kept, so its id is not reused meanwhile
+        return plan
+
+    return compile_(schema)
+
+
+def _apply_defaults(plan: _Defaults, value: Any) -> None:
     if isinstance(value, dict):
-        props = schema.get("properties")
-        if props:
-            for key, sub in props.items():
-                if key not in value and "default" in sub:
-                    value[key] = copy.deepcopy(sub["default"])
-                if key in value and key != "metadata":
-                    apply_defaults(sub, value[key])
-        extra = schema.get("additionalProperties")
-        if isinstance(extra, Mapping):
-            for child in value.values():
-                apply_defaults(extra, child)
-    elif isinstance(value, list) and isinstance(schema.get("items"), Mapping):
-        for child in value:
-            apply_defaults(schema["items"], child)
+        for key, default in plan.here:
+            if key not in value:
+                value[key] = copy.deepcopy(default)
+        for key, child in plan.children:
+            if key in value:
+                _apply_defaults(child, value[key])
+        if plan.extra is not None:
+            for item in value.values():
+                _apply_defaults(plan.extra, item)
+    elif isinstance(value, list) and plan.items is not None:
+        for item in value:
+            _apply_defaults(plan.items, item)
 
 
 # ---------------------------------------------------------------------------------------------
