@@ -170,7 +170,7 @@ class Store(WritesMixin):
                     for resource, namespace, name in due:
                         rec = self._objects[resource].get(namespace, {}).get(name)
                         if rec is None:
-                            continue  # deleted meanwhile (a write that was rolled back)
+                            continue  # gone already
                         self._commit(self.registry.get(resource), DELETED, rec.copy(), rec)
                         expired += 1
 
