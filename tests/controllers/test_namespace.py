@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -76,26 +78,35 @@ def test_active_namespaces_are_left_alone(store: Store, controller: NamespaceCon
     assert store.get("v1", "ConfigMap", "c", "team")
 
 
-def test_run_empties_and_removes_a_deleted_namespace_until_stopped(
-    store: Store, controller: NamespaceController
-) -> None:
-    import threading
-
-    store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "team"}})
+@contextlib.contextmanager
+def running(controller: NamespaceController, resync_seconds: float) -> Iterator[threading.Event]:
+    """The controller's loop in a thread until the block ends; it must stop when told."""
     stop = threading.Event()
-    runner = threading.Thread(target=controller.run, args=(stop,), kwargs={"resync_seconds": 0.05})
+    runner = threading.Thread(target=controller.run, args=(stop,), kwargs={"resync_seconds": resync_seconds})
     runner.start()
     try:
-        store.delete("v1", "Namespace", "team")
-        for _ in range(200):
-            if not namespace_exists(store):
-                break
-            stop.wait(0.05)
-        assert not namespace_exists(store)
+        yield stop
     finally:
         stop.set()
         runner.join(timeout=10)
     assert not runner.is_alive()
+
+
+def wait_until_gone(store: Store, stop: threading.Event) -> None:
+    for _ in range(200):
+        if not namespace_exists(store):
+            return
+        stop.wait(0.05)
+    raise AssertionError("the namespace is still there after 10 s")
+
+
+def test_run_empties_and_removes_a_deleted_namespace_until_stopped(
+    store: Store, controller: NamespaceController
+) -> None:
+    store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "team"}})
+    with running(controller, resync_seconds=0.05) as stop:
+        store.delete("v1", "Namespace", "team")
+        wait_until_gone(store, stop)
 
 
 def test_run_looks_again_soon_while_a_namespace_waits_for_its_content_to_go(
@@ -103,38 +114,17 @@ def test_run_looks_again_soon_while_a_namespace_waits_for_its_content_to_go(
 ) -> None:
     # The last pod goes long after the namespace was deleted, and nothing but Namespaces is
     # watched: the controller polls while a namespace is terminating, not once a resync.
-    import threading
-
     store.create(pod("p", nodeName="node-1"))
-    stop = threading.Event()
-    runner = threading.Thread(target=controller.run, args=(stop,), kwargs={"resync_seconds": 3600})
-    runner.start()
-    try:
+    with running(controller, resync_seconds=3600) as stop:
         store.delete("v1", "Namespace", "team")
         stop.wait(0.5)
         assert namespace_exists(store)  # the pod is still terminating on its node
         store.delete("v1", "Pod", "p", "team", DeleteOptions(grace_period_seconds=0))
-        for _ in range(200):
-            if not namespace_exists(store):
-                break
-            stop.wait(0.05)
-        assert not namespace_exists(store)
-    finally:
-        stop.set()
-        runner.join(timeout=10)
-    assert not runner.is_alive()
+        wait_until_gone(store, stop)
 
 
 def test_run_watches_namespaces_only(store: Store, controller: NamespaceController) -> None:
-    import threading
-
-    stop = threading.Event()
-    runner = threading.Thread(target=controller.run, args=(stop,), kwargs={"resync_seconds": 3600})
-    runner.start()
-    try:
+    with running(controller, resync_seconds=3600) as stop:
         stop.wait(0.2)
         watching = sorted(t.name for t in threading.enumerate() if t.name.startswith("namespace-watch-"))
         assert watching == ["namespace-watch-Namespace"]
-    finally:
-        stop.set()
-        runner.join(timeout=10)

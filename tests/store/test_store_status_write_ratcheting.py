@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -70,9 +71,19 @@ def bad_template_quantity(spec: Obj) -> None:
     spec["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "lots"
 
 
+@dataclass(frozen=True)
+class Case:
+    make: Callable[[], Obj]
+    resource: str
+    name: str
+    breaks: Callable[[Obj], None]
+    status: Obj
+    field: str
+
+
 CASES = [
-    (job, "jobs.batch", "j", negative_parallelism, {"active": 1}, "spec.parallelism"),
-    (
+    Case(job, "jobs.batch", "j", negative_parallelism, {"active": 1}, "spec.parallelism"),
+    Case(
         workload,
         "workloads.kueue.x-k8s.io",
         "w",
@@ -83,48 +94,36 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("make", "resource", "name", "breaks", "status", "field"), CASES)
-def test_a_status_write_does_not_check_the_stored_spec_again(
-    tmp_path: Path,
-    make: Callable[[], Obj],
-    resource: str,
-    name: str,
-    breaks: Callable[[Obj], None],
-    status: Obj,
-    field: str,
-) -> None:
-    db = tmp_path / "store.db"
-    with Store(default_registry(), db) as store:
-        store.create(make())
-    break_stored_spec(db, resource, name, breaks)
-    with Store(default_registry(), db) as store:
-        obj = make()
-        current = store.get(obj["apiVersion"], obj["kind"], name, "default")
-        written = store.update_status({**current, "status": status})
-        assert written["status"] == status
+@pytest.fixture(params=CASES, ids=lambda case: case.resource)
+def case(request: pytest.FixtureRequest) -> Case:
+    given: Case = request.param
+    return given
 
 
-@pytest.mark.parametrize(("make", "resource", "name", "breaks", "status", "field"), CASES)
-def test_a_write_of_the_whole_object_checks_the_stored_spec(
-    tmp_path: Path,
-    make: Callable[[], Obj],
-    resource: str,
-    name: str,
-    breaks: Callable[[Obj], None],
-    status: Obj,
-    field: str,
-) -> None:
+def reopened_with_a_broken_spec(tmp_path: Path, case: Case) -> tuple[Store, Obj]:
+    """A store whose object's spec breaks today's rules, and that object as stored."""
     db = tmp_path / "store.db"
     with Store(default_registry(), db) as store:
-        store.create(make())
-    break_stored_spec(db, resource, name, breaks)
-    with Store(default_registry(), db) as store:
-        obj = make()
-        current = store.get(obj["apiVersion"], obj["kind"], name, "default")
-        current["metadata"]["labels"] = {"touched": "yes"}
-        with pytest.raises(Invalid) as err:
-            store.update(current)
-        assert field in str(err.value)
+        store.create(case.make())
+    break_stored_spec(db, case.resource, case.name, case.breaks)
+    store = Store(default_registry(), db)
+    obj = case.make()
+    return store, store.get(obj["apiVersion"], obj["kind"], case.name, "default")
+
+
+def test_a_status_write_does_not_check_the_stored_spec_again(tmp_path: Path, case: Case) -> None:
+    store, current = reopened_with_a_broken_spec(tmp_path, case)
+    with store:
+        written = store.update_status({**current, "status": case.status})
+    assert written["status"] == case.status
+
+
+def test_a_write_of_the_whole_object_checks_the_stored_spec(tmp_path: Path, case: Case) -> None:
+    store, current = reopened_with_a_broken_spec(tmp_path, case)
+    current["metadata"]["labels"] = {"touched": "yes"}
+    with store, pytest.raises(Invalid) as err:
+        store.update(current)
+    assert case.field in str(err.value)
 
 
 def test_a_status_write_still_checks_the_status() -> None:
