@@ -52,6 +52,11 @@ class PatchMeta(Protocol):
         ...
 
 
+# What a status write may change (and all it reads from its caller): the rest of the object is
+# the stored version's.
+STATUS_WRITE_FIELDS = frozenset({"apiVersion", "kind", "metadata", "status"})
+
+
 class Validate(Protocol):
     """Validates one object of one version. Returns warnings (unknown fields under
     fieldValidation=Warn, deprecated shorthands, ...) and raises errors.Invalid with one Cause

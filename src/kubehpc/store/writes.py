@@ -29,7 +29,7 @@ from kubehpc.api.errors import (
     strict_decoding_error,
 )
 from kubehpc.api.meta import validate_metadata
-from kubehpc.api.registry import FieldValidation, ResourceType, VersionSpec
+from kubehpc.api.registry import STATUS_WRITE_FIELDS, FieldValidation, ResourceType, VersionSpec
 from kubehpc.store import strategy as st
 from kubehpc.store.admission import AdmissionHook
 from kubehpc.store.client import DeleteOptions, PatchType, WriteOptions, WriteResult
@@ -38,10 +38,6 @@ from kubehpc.store.records import ADDED, DELETED, MODIFIED, Change, Obj, Record
 
 if TYPE_CHECKING:
     from kubehpc.api.registry import Registry
-
-
-# What a status write reads from the object it is given.
-_STATUS_WRITE_KEYS = frozenset({"apiVersion", "kind", "metadata", "status"})
 
 
 def _mode(options: WriteOptions) -> FieldValidation:
@@ -378,7 +374,7 @@ class WritesMixin:
             raise BadRequest(f"update_status: the object must be a JSON object, not {type(obj).__name__}")
         # A status write changes the status alone: only it (and the name, namespace and
         # resourceVersion in metadata) is read from the caller, so only it is copied.
-        obj = _copy({k: v for k, v in obj.items() if k in _STATUS_WRITE_KEYS}, "update_status")
+        obj = _copy({k: v for k, v in obj.items() if k in STATUS_WRITE_FIELDS}, "update_status")
         rt, vs = self._resolve(obj)
         if not rt.status_subresource:
             raise NotFound(f"the server could not find the requested resource ({rt.key}/status)")
@@ -393,7 +389,7 @@ class WritesMixin:
                 merged = dict(rec.obj)
                 merged["metadata"] = dict(merged["metadata"])
                 # Validated when stored; validators may skip it (see registry.Validate).
-                unchanged = frozenset(k for k in merged if k not in _STATUS_WRITE_KEYS)
+                unchanged = frozenset(k for k in merged if k not in STATUS_WRITE_FIELDS)
             else:
                 merged = rt.from_storage(rec.copy(), vs.name)
                 unchanged = frozenset()

@@ -25,6 +25,7 @@ from kubehpc.api.errors import Cause, invalid
 from kubehpc.api.kinds.core_validation import job_causes, pod_causes, service_causes
 from kubehpc.api.meta import set_name_rule
 from kubehpc.api.registry import (
+    STATUS_WRITE_FIELDS,
     Default,
     FieldValidation,
     PrinterColumn,
@@ -60,11 +61,8 @@ def _no_semantics(obj: Obj) -> list[Cause]:
     return []
 
 
-_STATUS_WRITE_FIELDS = frozenset({"apiVersion", "kind", "metadata", "status"})
-
-
 def _only_status_may_change(obj: Obj, unchanged: frozenset[str]) -> bool:
-    return all(key in unchanged or key in _STATUS_WRITE_FIELDS for key in obj)
+    return all(key in unchanged or key in STATUS_WRITE_FIELDS for key in obj)
 
 
 def schema_validator(group: str, version: str, kind: str, semantic: Semantic = _no_semantics) -> Validate:
