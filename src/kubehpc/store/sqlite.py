@@ -16,6 +16,7 @@ would close that gap at the price of an fsync per commit.
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -37,6 +38,22 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 _UPSERT_OBJECT = "INSERT OR REPLACE INTO objects VALUES (?, ?, ?, ?, ?)"
 _DELETE_OBJECT = "DELETE FROM objects WHERE resource = ? AND namespace = ? AND name = ?"
 
+# A new database gets 16 KiB pages rather than SQLite's 4 KiB: a commit rewrites every page it
+# touches, and a Pod or Job spans one or two small pages (plus overflow pages), so small pages
+# meant ~4 times the WAL frames and write() calls per object (docs/performance.md, "Seventh
+# pass"). An existing database keeps the page size it was made with (WAL mode cannot change it).
+PAGE_SIZE = 16384
+# The page cache, in KiB (SQLite's default is 2 MiB): the objects table is written at random
+# keys, and with a small cache most commits read b-tree pages back from the file first.
+CACHE_KIB = 32768
+# Checkpoints (which fsync) every ~40 MB of WAL rather than SQLite's default ~4 MB: fewer
+# stalls in write bursts, at the price of a larger WAL file between checkpoints.
+CHECKPOINT_BYTES = 40 << 20
+# Rows per multi-row INSERT: one statement step inserts them all, where executemany steps
+# (and hands the GIL back and forth) once per row. Chunks are powers of two, so the
+# connection's statement cache holds a handful of statements.
+_MAX_ROWS_PER_INSERT = 64
+
 
 class SqliteLog:
     """Objects, change log and counters in one SQLite database. Not thread-safe by itself:
@@ -47,11 +64,13 @@ class SqliteLog:
         self.path = path
         # isolation_level=None: we issue BEGIN/COMMIT ourselves, one transaction per flush.
         self._db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+        # Takes effect only on a database with no pages yet, so it must come before WAL mode.
+        self._db.execute(f"PRAGMA page_size={PAGE_SIZE}")
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
-        # Checkpoints (which fsync) every ~40 MB of WAL rather than every 4 MB: fewer stalls
-        # in write bursts, at the price of a larger WAL file between checkpoints.
-        self._db.execute("PRAGMA wal_autocheckpoint=10000")
+        self._db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+        self.page_size = int(self._db.execute("PRAGMA page_size").fetchone()[0])
+        self._db.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_BYTES // self.page_size}")
         self._db.executescript(_SCHEMA)
 
     def close(self) -> None:
@@ -103,11 +122,16 @@ class SqliteLog:
                     else:
                         db.execute(_UPSERT_OBJECT, (c.resource, c.namespace, c.name, c.rv, c.record.raw))
             else:
-                db.executemany(
-                    _UPSERT_OBJECT, [(c.resource, c.namespace, c.name, c.rv, c.record.raw) for c in changes]
+                _insert_rows(
+                    db,
+                    "INSERT OR REPLACE INTO objects",
+                    5,
+                    [(c.resource, c.namespace, c.name, c.rv, c.record.raw) for c in changes],
                 )
-            db.executemany(
-                "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)",
+            _insert_rows(
+                db,
+                "INSERT INTO events",
+                7,
                 [
                     (
                         c.rv,
@@ -142,3 +166,19 @@ class SqliteLog:
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
+
+
+def _insert_rows(db: sqlite3.Connection, insert: str, width: int, rows: Sequence[tuple[object, ...]]) -> None:
+    """``insert`` (``INSERT INTO table``) every row, in order, a multi-row statement at a time."""
+    at = 0
+    while at < len(rows):
+        n = min(_MAX_ROWS_PER_INSERT, 1 << ((len(rows) - at).bit_length() - 1))
+        chunk = rows[at : at + n]
+        db.execute(_values_sql(insert, width, n), [value for row in chunk for value in row])
+        at += n
+
+
+@functools.lru_cache(maxsize=64)
+def _values_sql(insert: str, width: int, rows: int) -> str:
+    row = "(" + ", ".join("?" * width) + ")"
+    return f"{insert} VALUES " + ", ".join([row] * rows)
