@@ -1,11 +1,14 @@
-"""The SQLite file under the durable store: what a batch commits is what a restart reads back,
-whatever the size of the batch, on a new database and on one made by an older kubehpc."""
+"""The SQLite file under the durable store: an append-only change log that is also the only copy
+of the objects. What a batch commits is what a restart reads back, whatever the size of the
+batch; compaction forgets history but never a current object; a database in the older format
+(with an objects table) is converted when opened."""
 
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
 
+import orjson
 import pytest
 from storekit import configmap
 
@@ -14,10 +17,41 @@ from kubehpc.store import sqlite as log_module
 from kubehpc.store.sqlite import SqliteLog
 from kubehpc.store.store import Store
 
+Row = tuple[int, str, str, str, str]  # rv, type, resource, namespace, name
+
 
 def _page_size(path: Path) -> int:
     with sqlite3.connect(path) as db:
         return int(db.execute("PRAGMA page_size").fetchone()[0])
+
+
+def _log_rows(path: Path) -> list[Row]:
+    with sqlite3.connect(path) as db:
+        return list(db.execute("SELECT rv, type, resource, namespace, name FROM events ORDER BY rv"))
+
+
+def _configmap_rows(path: Path) -> list[Row]:
+    return [row for row in _log_rows(path) if row[2] == "configmaps"]
+
+
+def _compacted(path: Path) -> int:
+    with sqlite3.connect(path) as db:
+        return int(db.execute("SELECT value FROM meta WHERE key = 'compacted'").fetchone()[0])
+
+
+def _churn(store: Store, writes: int) -> None:
+    """Enough writes to one object to move the compaction point past everything before them."""
+    store.create(configmap("churn", n="0"))
+    for n in range(1, writes):
+        cm = store.get("v1", "ConfigMap", "churn", "default")
+        cm["data"]["n"] = str(n)
+        store.update(cm)
+
+
+def _set(store: Store, name: str, value: str) -> None:
+    cm = store.get("v1", "ConfigMap", name, "default")
+    cm["data"]["value"] = value
+    store.update(cm)
 
 
 # 1 to cross no chunk, 64 to fill one exactly, 150 (= 128 + 16 + 4 + 2) to need several sizes
@@ -85,3 +119,153 @@ def test_a_database_made_with_small_pages_keeps_them_and_its_objects(
     assert _page_size(db_path) == 4096
     with Store(registry, db_path) as reopened:
         assert len(reopened.list("v1", "ConfigMap").items) == 100
+
+
+def test_compaction_keeps_every_current_object_and_forgets_superseded_rows(
+    registry: Registry, db_path: Path
+) -> None:
+    with Store(registry, db_path, memory_history=5, durable_history=20) as store:
+        for i in range(10):
+            store.create(configmap(f"old-{i}", value="first"))
+        _set(store, "old-0", "second")
+        _churn(store, 60)
+        old = {i: store.get("v1", "ConfigMap", f"old-{i}", "default") for i in range(10)}
+    floor = _compacted(db_path)
+    below = [row for row in _configmap_rows(db_path) if row[0] <= floor]
+    # one row per object below the compaction point: its current version, nothing older
+    assert sorted(name for *_, name in below) == sorted(f"old-{i}" for i in range(10))
+    assert {int(old[i]["metadata"]["resourceVersion"]) for i in range(10)} == {row[0] for row in below}
+    with Store(registry, db_path, memory_history=5, durable_history=20) as reopened:
+        for i in range(10):
+            assert reopened.get("v1", "ConfigMap", f"old-{i}", "default") == old[i]
+        assert reopened.get("v1", "ConfigMap", "churn", "default")["data"]["n"] == "59"
+
+
+def test_a_deleted_object_stays_deleted_and_its_rows_go_with_compaction(
+    registry: Registry, db_path: Path
+) -> None:
+    with Store(registry, db_path, memory_history=5, durable_history=20) as store:
+        store.create(configmap("gone"))
+        store.create(configmap("kept"))
+        store.delete("v1", "ConfigMap", "gone", "default")
+        _churn(store, 60)
+    assert "gone" not in {row[4] for row in _configmap_rows(db_path)}
+    with Store(registry, db_path) as reopened:
+        names = {cm["metadata"]["name"] for cm in reopened.list("v1", "ConfigMap").items}
+        assert "gone" not in names and "kept" in names
+
+
+def test_a_deleted_object_is_absent_after_a_restart_while_its_rows_are_still_logged(
+    registry: Registry, db_path: Path
+) -> None:
+    with Store(registry, db_path) as store:
+        store.create(configmap("gone"))
+        store.delete("v1", "ConfigMap", "gone", "default")
+        store.create(configmap("back", value="1"))
+        store.delete("v1", "ConfigMap", "back", "default")
+        store.create(configmap("back", value="2"))
+    assert [row[1] for row in _configmap_rows(db_path) if row[4] == "gone"] == ["ADDED", "DELETED"]
+    with Store(registry, db_path) as reopened:
+        assert {cm["metadata"]["name"]: cm["data"] for cm in reopened.list("v1", "ConfigMap").items} == {
+            "back": {"value": "2"}
+        }
+
+
+def test_rows_superseded_before_a_restart_are_compacted_after_it(registry: Registry, db_path: Path) -> None:
+    with Store(registry, db_path, memory_history=5, durable_history=1000) as store:
+        store.create(configmap("a", value="0"))
+        for n in range(1, 10):
+            _set(store, "a", str(n))
+    assert len([row for row in _configmap_rows(db_path) if row[4] == "a"]) == 10  # no compaction yet
+    with Store(registry, db_path, memory_history=5, durable_history=20) as reopened:
+        _churn(reopened, 60)
+        current = int(reopened.get("v1", "ConfigMap", "a", "default")["metadata"]["resourceVersion"])
+    assert [row[0] for row in _configmap_rows(db_path) if row[4] == "a"] == [current]
+
+
+class _FailingCommit:
+    """The log's connection, failing its next COMMIT (as on a full disk)."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+        self.armed = True
+
+    def execute(self, sql: str, *args: object) -> sqlite3.Cursor:
+        if sql == "COMMIT" and self.armed:
+            self.armed = False
+            raise sqlite3.OperationalError("database or disk is full")
+        return self.db.execute(sql, *args)
+
+
+def test_a_failed_commit_marks_nothing_superseded(registry: Registry, db_path: Path) -> None:
+    with Store(registry, db_path, memory_history=5, durable_history=20) as store:
+        store.create(configmap("a", value="kept"))
+        log = store._log
+        assert log is not None
+        real = log._db
+        log._db = _FailingCommit(real)  # type: ignore[assignment]
+        with pytest.raises(sqlite3.OperationalError):
+            _set(store, "a", "lost")
+        log._db = real
+        _churn(store, 60)
+    assert [row[4] for row in _configmap_rows(db_path) if row[4] == "a"] == ["a"]
+    with Store(registry, db_path) as reopened:
+        assert reopened.get("v1", "ConfigMap", "a", "default")["data"] == {"value": "kept"}
+
+
+# The format before the log became the only copy of the objects, as kubehpc made it.
+_FORMAT_0 = """
+CREATE TABLE objects (
+    resource TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
+    rv INTEGER NOT NULL, data BLOB NOT NULL,
+    PRIMARY KEY (resource, namespace, name)
+) WITHOUT ROWID;
+CREATE TABLE events (
+    rv INTEGER PRIMARY KEY, type TEXT NOT NULL, resource TEXT NOT NULL,
+    namespace TEXT NOT NULL, name TEXT NOT NULL, data BLOB NOT NULL, prev BLOB
+);
+CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+"""
+
+
+def _format_0_configmap(name: str, rv: int, value: str) -> bytes:
+    meta = {"name": name, "namespace": "default", "uid": f"uid-{name}", "resourceVersion": str(rv)}
+    return orjson.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"value": value}})
+
+
+def test_a_database_with_an_objects_table_is_converted_and_keeps_objects_and_history(
+    registry: Registry, db_path: Path
+) -> None:
+    # "old" was written at rv 3, a change the log no longer holds (compacted at 5); "new" was
+    # created at 6 and changed at 7, both still in the log
+    old, new_6, new_7 = (
+        _format_0_configmap("old", 3, "a"),
+        _format_0_configmap("new", 6, "b"),
+        _format_0_configmap("new", 7, "c"),
+    )
+    with sqlite3.connect(db_path) as db:
+        db.executescript(_FORMAT_0)
+        db.executemany(
+            "INSERT INTO objects VALUES (?, ?, ?, ?, ?)",
+            [("configmaps", "default", "old", 3, old), ("configmaps", "default", "new", 7, new_7)],
+        )
+        db.executemany(
+            "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                (6, "ADDED", "configmaps", "default", "new", new_6, None),
+                (7, "MODIFIED", "configmaps", "default", "new", new_7, new_6),
+            ],
+        )
+        db.executemany("INSERT INTO meta VALUES (?, ?)", [("compacted", 5), ("rv", 7)])
+    with Store(registry, db_path) as store:
+        assert store.get("v1", "ConfigMap", "old", "default") == orjson.loads(old)
+        assert store.get("v1", "ConfigMap", "new", "default") == orjson.loads(new_7)
+        assert store.resource_version >= 7
+        history = [(c.rv, c.type, c.name) for c in store._changes_after(5) if c.resource == "configmaps"]
+        assert history == [(6, "ADDED", "new"), (7, "MODIFIED", "new")]
+    with sqlite3.connect(db_path) as db:
+        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        assert int(db.execute("PRAGMA user_version").fetchone()[0]) == log_module.FORMAT
+    assert "objects" not in tables
+    with Store(registry, db_path) as reopened:  # and a converted database opens as any other
+        assert reopened.get("v1", "ConfigMap", "old", "default") == orjson.loads(old)

@@ -51,16 +51,15 @@ def workload() -> Obj:
 
 
 def break_stored_spec(db: Path, resource: str, name: str, change: Callable[[Obj], None]) -> None:
-    """Edit the stored row behind the store's back, as data written under older rules."""
+    """Edit the stored object's current row behind the store's back, as data written under older
+    rules."""
     with sqlite3.connect(db) as conn:
-        (data,) = conn.execute(
-            "SELECT data FROM objects WHERE resource = ? AND name = ?", (resource, name)
+        rv, data = conn.execute(
+            "SELECT rv, data FROM events WHERE resource = ? AND name = ? ORDER BY rv DESC LIMIT 1", (resource, name)
         ).fetchone()
         obj = orjson.loads(data)
         change(obj["spec"])
-        conn.execute(
-            "UPDATE objects SET data = ? WHERE resource = ? AND name = ?", (orjson.dumps(obj), resource, name)
-        )
+        conn.execute("UPDATE events SET data = ? WHERE rv = ?", (orjson.dumps(obj), rv))
 
 
 def negative_parallelism(spec: Obj) -> None:

@@ -23,15 +23,18 @@ DELETED = "DELETED"
 class Record:
     """One stored version of one object (storage version, resourceVersion set)."""
 
-    __slots__ = ("_obj", "raw")
+    __slots__ = ("_obj", "raw", "rv")
 
-    def __init__(self, raw: bytes, obj: Obj | None = None) -> None:
+    def __init__(self, raw: bytes, obj: Obj | None = None, rv: int = 0) -> None:
         self.raw = raw
         self._obj = obj
+        self.rv = rv
+        """The resourceVersion of the change that wrote this version (0: not known, as for the
+        previous version carried by a change read back from the log)."""
 
     @classmethod
-    def of(cls, obj: Obj) -> Record:
-        return cls(orjson.dumps(obj), obj)
+    def of(cls, obj: Obj, rv: int) -> Record:
+        return cls(orjson.dumps(obj), obj, rv)
 
     @property
     def obj(self) -> Obj:

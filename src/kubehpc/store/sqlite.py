@@ -1,8 +1,15 @@
-"""The durable half of the store: one SQLite file in WAL mode.
+"""The durable half of the store: one SQLite file in WAL mode, written append-only.
 
-Three tables: ``objects`` (the current version of every object), ``events`` (the change log
-the watch history is served from after a restart, pruned to a window; its newest entry is
-also the resourceVersion counter) and ``meta`` (the compaction point of the change log).
+Two tables: ``events``, the change log, and ``meta`` (the compaction point of the log and the
+resourceVersion counter). The log is the only copy of the objects, as in a log-structured
+store: a restart reads the current version of every object from it (the newest row of each
+object, unless that row is its deletion). Compaction forgets the rows at or below a
+resourceVersion that are no longer any object's current version, so the watch history before
+that point is gone (watches from there get 410) while every stored object stays. Every write
+appends rows at the end of the log's b-tree; an earlier format also kept an ``objects`` table
+keyed by name, whose writes landed on random pages and cost twice the log's (docs/performance.md,
+"Seventh pass"). A database in that format is converted when it is opened (one way: an older
+kubehpc would not see the objects of a converted database).
 
 Durability: every write transaction is committed before the store call that made it returns.
 With ``journal_mode=WAL`` and ``synchronous=NORMAL`` a commit appends the transaction to the
@@ -16,6 +23,7 @@ would close that gap at the price of an fsync per commit.
 
 from __future__ import annotations
 
+import array
 import functools
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -24,40 +32,33 @@ from pathlib import Path
 from kubehpc.store.records import DELETED, Change, Record
 
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS objects (
-    resource TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
-    rv INTEGER NOT NULL, data BLOB NOT NULL,
-    PRIMARY KEY (resource, namespace, name)
-) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS events (
     rv INTEGER PRIMARY KEY, type TEXT NOT NULL, resource TEXT NOT NULL,
     namespace TEXT NOT NULL, name TEXT NOT NULL, data BLOB NOT NULL, prev BLOB
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 """
-_UPSERT_OBJECT = "INSERT OR REPLACE INTO objects VALUES (?, ?, ?, ?, ?)"
-_DELETE_OBJECT = "DELETE FROM objects WHERE resource = ? AND namespace = ? AND name = ?"
+# ``PRAGMA user_version`` of a database in this format (0: the format with an objects table).
+FORMAT = 1
 
-# A new database gets 16 KiB pages rather than SQLite's 4 KiB: a commit rewrites every page it
-# touches, and a Pod or Job spans one or two small pages (plus overflow pages), so small pages
-# meant ~4 times the WAL frames and write() calls per object (docs/performance.md, "Seventh
-# pass"). An existing database keeps the page size it was made with (WAL mode cannot change it).
+# A new database gets 16 KiB pages rather than SQLite's 4 KiB: fewer WAL frames and write()
+# calls per commit. An existing database keeps the page size it was made with (WAL mode
+# cannot change it).
 PAGE_SIZE = 16384
-# The page cache, in KiB (SQLite's default is 2 MiB): the objects table is written at random
-# keys, and with a small cache most commits read b-tree pages back from the file first.
+# The page cache, in KiB (SQLite's default is 2 MiB).
 CACHE_KIB = 32768
 # Checkpoints (which fsync) every ~40 MB of WAL rather than SQLite's default ~4 MB: fewer
 # stalls in write bursts, at the price of a larger WAL file between checkpoints.
 CHECKPOINT_BYTES = 40 << 20
-# Rows per multi-row INSERT: one statement step inserts them all, where executemany steps
-# (and hands the GIL back and forth) once per row. Chunks are powers of two, so the
+# Rows per multi-row statement: one step inserts (or deletes) them all, where executemany
+# steps (and hands the GIL back and forth) once per row. Chunks are powers of two, so the
 # connection's statement cache holds a handful of statements.
-_MAX_ROWS_PER_INSERT = 64
+_MAX_ROWS_PER_STATEMENT = 64
 
 
 class SqliteLog:
-    """Objects, change log and counters in one SQLite database. Not thread-safe by itself:
-    the store calls it under its write lock."""
+    """The change log (and with it every object) and counters in one SQLite database. Not
+    thread-safe by itself: the store calls it under its write lock."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -72,6 +73,30 @@ class SqliteLog:
         self.page_size = int(self._db.execute("PRAGMA page_size").fetchone()[0])
         self._db.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_BYTES // self.page_size}")
         self._db.executescript(_SCHEMA)
+        if int(self._db.execute("PRAGMA user_version").fetchone()[0]) < FORMAT:
+            self._convert()
+        # resourceVersions of the rows that are no longer an object's current version (a later
+        # row of the object or its deletion replaced them): what compaction may forget. Found
+        # again by reading the log when the database is opened, so a crash loses none.
+        self._superseded = array.array("q")
+
+    def _convert(self) -> None:
+        """From the format with an ``objects`` table: each current object becomes a log row
+        at its resourceVersion, unless the log still holds the change that wrote it."""
+        db = self._db
+        db.execute("BEGIN")
+        try:
+            if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'objects'").fetchone():
+                db.execute(
+                    "INSERT OR IGNORE INTO events (rv, type, resource, namespace, name, data) "
+                    "SELECT rv, 'ADDED', resource, namespace, name, data FROM objects"
+                )
+                db.execute("DROP TABLE objects")
+            db.execute(f"PRAGMA user_version = {FORMAT}")
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
 
     def close(self) -> None:
         self._db.close()
@@ -80,9 +105,25 @@ class SqliteLog:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return int(row[0]) if row else 0
 
-    def objects(self) -> Iterator[tuple[str, str, str, bytes]]:
-        """(resource, namespace, name, data) of every stored object."""
-        yield from self._db.execute("SELECT resource, namespace, name, data FROM objects")
+    def objects(self) -> Iterator[tuple[str, str, str, int, bytes]]:
+        """(resource, namespace, name, resourceVersion, data) of every stored object: the newest
+        log row of each, unless that row is its deletion. Also notes which rows are superseded."""
+        current: dict[tuple[str, str, str], tuple[int, str, bytes]] = {}
+        superseded = self._superseded
+        del superseded[:]
+        for rv, type_, resource, namespace, name, data in self._db.execute(
+            "SELECT rv, type, resource, namespace, name, data FROM events ORDER BY rv"
+        ):
+            key = (resource, namespace, name)
+            before = current.get(key)
+            if before is not None:
+                superseded.append(before[0])
+            current[key] = (rv, type_, data)
+        for (resource, namespace, name), (rv, type_, data) in current.items():
+            if type_ == DELETED:
+                superseded.append(rv)
+            else:
+                yield resource, namespace, name, rv, data
 
     def changes_after(self, rv: int, limit: int | None = None) -> list[Change]:
         """Logged changes with a resourceVersion above ``rv``, oldest first (``limit``: the
@@ -99,7 +140,15 @@ class SqliteLog:
                 (rv,),
             ).fetchall()
         return [
-            Change(r[0], r[1], r[2], r[3], r[4], Record(r[5]), Record(r[6]) if r[6] is not None else None)
+            Change(
+                r[0],
+                r[1],
+                r[2],
+                r[3],
+                r[4],
+                Record(r[5], rv=r[0]),
+                Record(r[6]) if r[6] is not None else None,
+            )
             for r in rows
         ]
 
@@ -114,24 +163,11 @@ class SqliteLog:
         db = self._db
         db.execute("BEGIN")
         try:
-            if len(changes) == 1 or any(c.type == DELETED for c in changes):
-                # In order, so that an object created and deleted in one batch ends up absent.
-                for c in changes:
-                    if c.type == DELETED:
-                        db.execute(_DELETE_OBJECT, (c.resource, c.namespace, c.name))
-                    else:
-                        db.execute(_UPSERT_OBJECT, (c.resource, c.namespace, c.name, c.rv, c.record.raw))
-            else:
-                _insert_rows(
-                    db,
-                    "INSERT OR REPLACE INTO objects",
-                    5,
-                    [(c.resource, c.namespace, c.name, c.rv, c.record.raw) for c in changes],
-                )
-            _insert_rows(
+            _in_chunks(
                 db,
-                "INSERT INTO events",
-                7,
+                "INSERT INTO events VALUES ",
+                "(?, ?, ?, ?, ?, ?, ?)",
+                ", ",
                 [
                     (
                         c.rv,
@@ -149,36 +185,49 @@ class SqliteLog:
         except BaseException:
             db.execute("ROLLBACK")
             raise
+        superseded = self._superseded
+        for c in changes:
+            if c.prev is not None and c.prev.rv:
+                superseded.append(c.prev.rv)
+            if c.type == DELETED:
+                superseded.append(c.rv)
 
     def compact(self, up_to_rv: int) -> None:
-        """Forget logged changes at or below ``up_to_rv`` (watches from there get 410)."""
-        self._db.execute("BEGIN")
+        """Forget the logged changes at or below ``up_to_rv`` (watches from there get 410),
+        keeping the rows that are still an object's current version."""
+        doomed = sorted(rv for rv in self._superseded if rv <= up_to_rv)
+        db = self._db
+        db.execute("BEGIN")
         try:
-            self._db.execute("DELETE FROM events WHERE rv <= ?", (up_to_rv,))
-            self._db.execute("INSERT OR REPLACE INTO meta VALUES ('compacted', ?)", (up_to_rv,))
+            _in_chunks(db, "DELETE FROM events WHERE rv IN (", "?", ", ", [(rv,) for rv in doomed], ")")
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('compacted', ?)", (up_to_rv,))
             # The counter survives even if compaction emptied the log.
-            self._db.execute(
+            db.execute(
                 "INSERT OR REPLACE INTO meta VALUES "
                 "('rv', MAX(?, COALESCE((SELECT MAX(rv) FROM events), 0)))",
                 (up_to_rv,),
             )
-            self._db.execute("COMMIT")
+            db.execute("COMMIT")
         except BaseException:
-            self._db.execute("ROLLBACK")
+            db.execute("ROLLBACK")
             raise
+        self._superseded = array.array("q", (rv for rv in self._superseded if rv > up_to_rv))
 
 
-def _insert_rows(db: sqlite3.Connection, insert: str, width: int, rows: Sequence[tuple[object, ...]]) -> None:
-    """``insert`` (``INSERT INTO table``) every row, in order, a multi-row statement at a time."""
+def _in_chunks(
+    db: sqlite3.Connection, head: str, item: str, sep: str, rows: Sequence[tuple[object, ...]], tail: str = ""
+) -> None:
+    """Run ``head + sep.join(item for each row) + tail`` over every row, in order, a chunk of
+    rows per statement."""
     at = 0
     while at < len(rows):
-        n = min(_MAX_ROWS_PER_INSERT, 1 << ((len(rows) - at).bit_length() - 1))
-        chunk = rows[at : at + n]
-        db.execute(_values_sql(insert, width, n), [value for row in chunk for value in row])
+        n = min(_MAX_ROWS_PER_STATEMENT, 1 << ((len(rows) - at).bit_length() - 1))
+        db.execute(
+            _statement(head, item, sep, tail, n), [value for row in rows[at : at + n] for value in row]
+        )
         at += n
 
 
 @functools.lru_cache(maxsize=64)
-def _values_sql(insert: str, width: int, rows: int) -> str:
-    row = "(" + ", ".join("?" * width) + ")"
-    return f"{insert} VALUES " + ", ".join([row] * rows)
+def _statement(head: str, item: str, sep: str, tail: str, rows: int) -> str:
+    return head + sep.join([item] * rows) + tail

@@ -101,11 +101,11 @@ class Store(WritesMixin):
     def _load(self, log: SqliteLog) -> None:
         self._rv = log.last_rv()
         self._durable_floor = log.counter("compacted")
-        for resource, namespace, name, data in log.objects():
+        for resource, namespace, name, rv, data in log.objects():
             by_ns = self._objects.get(resource)
             if by_ns is None:  # a kind no longer registered: keep it on disk, do not serve it
                 continue
-            by_ns.setdefault(namespace, {})[name] = Record(data)
+            by_ns.setdefault(namespace, {})[name] = Record(data, rv=rv)
             if resource in self._deadlines:
                 # As etcd grants its leases again when it starts: a full time to live from now.
                 self._deadlines.written(resource, namespace, name)
