@@ -55,7 +55,8 @@ def break_stored_spec(db: Path, resource: str, name: str, change: Callable[[Obj]
     rules."""
     with sqlite3.connect(db) as conn:
         rv, data = conn.execute(
-            "SELECT rv, data FROM events WHERE resource = ? AND name = ? ORDER BY rv DESC LIMIT 1", (resource, name)
+            "SELECT rv, data FROM events WHERE resource = ? AND name = ? ORDER BY rv DESC LIMIT 1",
+            (resource, name),
         ).fetchone()
         obj = orjson.loads(data)
         change(obj["spec"])
