@@ -132,6 +132,10 @@ class ResourceType:
     status_subresource: bool = True
     validate_update: ValidateUpdate = _no_update_rules
     list_kind: str = ""
+    write_mostly: bool = False
+    """Objects written far more often than read back (Events: eight per queued Job, read by
+    people): the store keeps them encoded only and decodes them on each read, rather than
+    holding a decoded copy of every one in memory."""
 
     def __post_init__(self) -> None:
         if not self.singular:

@@ -125,7 +125,7 @@ class WritesMixin:
         rv = self._next_rv()
         meta = obj["metadata"]
         meta["resourceVersion"] = str(rv)
-        rec = Record.of(obj, rv)
+        rec = Record(orjson.dumps(obj), None, rv) if rt.write_mostly else Record.of(obj, rv)
         self._apply(Change(rv, type_, rt.key, meta.get("namespace", ""), meta["name"], rec, prev))
         return rec
 

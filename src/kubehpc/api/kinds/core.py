@@ -501,6 +501,7 @@ def _kind(
     default: Default | None = None,
     update: ValidateUpdate = immutable.metadata_update_causes,
     columns: tuple[PrinterColumn, ...] = (),
+    write_mostly: bool = False,
 ) -> ResourceType:
     version = "v1"
     definition = schema.definition_for_kind(group, version, kind)
@@ -523,6 +524,7 @@ def _kind(
         categories=categories,
         status_subresource=status,
         validate_update=update,
+        write_mostly=write_mostly,
     )
 
 
@@ -591,7 +593,7 @@ def register(registry: Registry) -> None:
             update=immutable.pvc_update_causes,
             columns=PVC_COLUMNS,
         ),
-        _kind("", "Event", "events", short_names=("ev",), columns=EVENT_COLUMNS),
+        _kind("", "Event", "events", short_names=("ev",), columns=EVENT_COLUMNS, write_mostly=True),
         _kind("", "ServiceAccount", "serviceaccounts", short_names=("sa",), columns=SERVICE_ACCOUNT_COLUMNS),
         _kind(
             "batch",
