@@ -76,8 +76,9 @@ class SqliteLog:
         if int(self._db.execute("PRAGMA user_version").fetchone()[0]) < FORMAT:
             self._convert()
         # resourceVersions of the rows that are no longer an object's current version (a later
-        # row of the object or its deletion replaced them): what compaction may forget. Found
-        # again by reading the log when the database is opened, so a crash loses none.
+        # row of the object or its deletion replaced them): what compaction may forget. Kept
+        # in memory only; ``objects()``, which the store reads when it opens the file, finds
+        # them all again, so a crash loses none.
         self._superseded = array.array("q")
 
     def _convert(self) -> None:
