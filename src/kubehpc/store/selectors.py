@@ -85,19 +85,33 @@ def _bad(selector: str, why: str, what: str = "label") -> BadRequest:
 def _check_key(selector: str, key: str) -> None:
     if not key:
         raise _bad(selector, "a requirement is missing its key")
-    problems = names.qualified_name(key)
+    problems = _key_problems(key)
     if problems:
         raise _bad(selector, f'invalid label key "{key}": {"; ".join(problems)}')
 
 
 def _check_value(selector: str, value: str) -> None:
-    problems = names.label_value(value)
+    problems = _value_problems(value)
     if problems:
         raise _bad(selector, f'invalid label value: "{value}": {"; ".join(problems)}')
 
 
+# Keys repeat across nearly every selector (batch.kubernetes.io/controller-uid, job-name, ...);
+# values do not (a Job's uid), but each is checked once however often its selector is parsed.
+@functools.lru_cache(maxsize=1024)
+def _key_problems(key: str) -> tuple[str, ...]:
+    return tuple(names.qualified_name(key))
+
+
+@functools.lru_cache(maxsize=8192)
+def _value_problems(value: str) -> tuple[str, ...]:
+    return tuple(names.label_value(value))
+
+
 def _split_top_level(text: str) -> list[str]:
     """Split on commas that are not inside a parenthesised value set."""
+    if "(" not in text and ")" not in text:
+        return text.split(",")  # no value sets: every comma splits (a Job's pod selector)
     parts: list[str] = []
     depth = 0
     start = 0
