@@ -8,7 +8,6 @@ so does the store.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -83,26 +82,17 @@ def _owner_causes(owners: Any, path: str) -> list[Cause]:
     ]
 
 
-# Label keys and values, and annotation keys, repeat across thousands of objects (app=...,
-# job-name=..., batch.kubernetes.io/...): each distinct string is checked once.
-@functools.lru_cache(maxsize=8192)
-def _key_errors(key: str) -> tuple[str, ...]:
-    return tuple(names.qualified_name(key))
-
-
-@functools.lru_cache(maxsize=8192)
-def _label_value_errors(value: str) -> tuple[str, ...]:
-    return tuple(names.label_value(value))
-
-
 def _label_causes(labels: Any, path: str) -> list[Cause]:
     if not isinstance(labels, dict):
         return []
     causes: list[Cause] = []
     for key, value in labels.items():
-        causes.extend(Cause(path, f"Invalid value: {show_value(key)}: {e}") for e in _key_errors(key))
+        causes.extend(
+            Cause(path, f"Invalid value: {show_value(key)}: {e}")
+            for e in names.qualified_name_remembered(key)
+        )
         if isinstance(value, str):
-            causes.extend(_invalid(path, value, e) for e in _label_value_errors(value))
+            causes.extend(_invalid(path, value, e) for e in names.label_value_remembered(value))
     return causes
 
 
@@ -111,7 +101,10 @@ def _annotation_causes(annotations: Any, path: str) -> list[Cause]:
         return []
     causes: list[Cause] = []
     for key in annotations:
-        causes.extend(Cause(path, f"Invalid value: {show_value(key)}: {e}") for e in _key_errors(key.lower()))
+        causes.extend(
+            Cause(path, f"Invalid value: {show_value(key)}: {e}")
+            for e in names.qualified_name_remembered(key.lower())
+        )
     causes.extend(Cause(path, e, "FieldValueTooLong") for e in names.annotations_size(annotations))
     return causes
 

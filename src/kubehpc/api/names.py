@@ -6,6 +6,7 @@ Every function returns a list of problems (empty when the value is valid), like
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -151,6 +152,20 @@ def label_value(value: str) -> list[str]:
             )
         )
     return errs
+
+
+# Label keys and values repeat across thousands of objects and selectors (app=...,
+# batch.kubernetes.io/controller-uid=...): the remembered forms check each distinct string once.
+@functools.lru_cache(maxsize=8192)
+def qualified_name_remembered(value: str) -> tuple[str, ...]:
+    """:func:`qualified_name`, remembered per value."""
+    return tuple(qualified_name(value))
+
+
+@functools.lru_cache(maxsize=8192)
+def label_value_remembered(value: str) -> tuple[str, ...]:
+    """:func:`label_value`, remembered per value."""
+    return tuple(label_value(value))
 
 
 def annotations_size(annotations: Mapping[str, Any]) -> list[str]:

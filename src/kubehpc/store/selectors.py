@@ -85,27 +85,15 @@ def _bad(selector: str, why: str, what: str = "label") -> BadRequest:
 def _check_key(selector: str, key: str) -> None:
     if not key:
         raise _bad(selector, "a requirement is missing its key")
-    problems = _key_problems(key)
+    problems = names.qualified_name_remembered(key)
     if problems:
         raise _bad(selector, f'invalid label key "{key}": {"; ".join(problems)}')
 
 
 def _check_value(selector: str, value: str) -> None:
-    problems = _value_problems(value)
+    problems = names.label_value_remembered(value)
     if problems:
         raise _bad(selector, f'invalid label value: "{value}": {"; ".join(problems)}')
-
-
-# Keys repeat across nearly every selector (batch.kubernetes.io/controller-uid, job-name, ...);
-# values do not (a Job's uid), but each is checked once however often its selector is parsed.
-@functools.lru_cache(maxsize=1024)
-def _key_problems(key: str) -> tuple[str, ...]:
-    return tuple(names.qualified_name(key))
-
-
-@functools.lru_cache(maxsize=8192)
-def _value_problems(value: str) -> tuple[str, ...]:
-    return tuple(names.label_value(value))
 
 
 def _split_top_level(text: str) -> list[str]:
