@@ -3,7 +3,8 @@
 An object version is kept twice: as its orjson bytes (the source of copies handed to callers —
 ``orjson.loads`` makes an independent copy faster than ``copy.deepcopy`` — and of HTTP
 bodies, which need no re-encoding) and as the decoded dict, shared read-only by the indexes,
-selectors and watchers. Nobody may mutate ``Record.obj``.
+selectors and watchers. Nobody may mutate ``Record.obj``. A write-mostly kind's versions
+(Events) start as bytes only and are decoded on their first shared read.
 """
 
 from __future__ import annotations
@@ -28,9 +29,9 @@ class Record:
     def __init__(self, raw: bytes, obj: Obj | None = None, rv: int = 0) -> None:
         self.raw = raw
         self._obj = obj
+        # The resourceVersion of the change that wrote this version; 0 when not known (the
+        # previous version carried by a change read back from the log).
         self.rv = rv
-        """The resourceVersion of the change that wrote this version (0: not known, as for the
-        previous version carried by a change read back from the log)."""
 
     @classmethod
     def of(cls, obj: Obj, rv: int) -> Record:
