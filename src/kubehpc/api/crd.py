@@ -616,9 +616,7 @@ def defaulter(schema: Mapping[str, Any]) -> Default:
 
 def apply_defaults(schema: Mapping[str, Any], value: Any) -> None:
     """Fill in the defaults ``schema`` declares, in place, wherever ``value`` lacks them."""
-    plan = _defaults_of(schema)
-    if plan is not None:
-        _apply_defaults(plan, value)
+    defaulter(schema)(value)
 
 
 @dataclass(frozen=True)

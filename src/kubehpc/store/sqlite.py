@@ -70,8 +70,8 @@ class SqliteLog:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
-        self.page_size = int(self._db.execute("PRAGMA page_size").fetchone()[0])
-        self._db.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_BYTES // self.page_size}")
+        page_size = int(self._db.execute("PRAGMA page_size").fetchone()[0])
+        self._db.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_BYTES // page_size}")
         self._db.executescript(_SCHEMA)
         if int(self._db.execute("PRAGMA user_version").fetchone()[0]) < FORMAT:
             self._convert()
