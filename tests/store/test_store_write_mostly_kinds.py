@@ -11,7 +11,7 @@ import pytest
 from storekit import pod
 
 from kubehpc.api.kinds import build_registry
-from kubehpc.store.client import ListOptions
+from kubehpc.store.client import READ_ONLY_RESULT, ListOptions
 from kubehpc.store.store import Store
 
 
@@ -58,3 +58,11 @@ def test_an_event_kept_encoded_reads_back_whole(store: Store) -> None:
     assert store.get("v1", "Event", "e1", "default") == created
     assert store.get("v1", "Event", "e1", "default", read_only=True) == created
     assert store.list("v1", "Event", ListOptions(read_only=True)).items == [created]
+
+
+def test_an_event_written_read_only_is_returned_undecoded_and_stays_encoded_only(store: Store) -> None:
+    written = store.create(event("p.1"), READ_ONLY_RESULT)
+    record = stored(store, "events", "p.1")
+    assert record.decoded is None
+    assert written["metadata"]["resourceVersion"] == str(record.rv)
+    assert store.get("v1", "Event", "p.1") == written

@@ -103,6 +103,15 @@ class WriteOptions:
     dry_run: bool = False
     field_validation: str = "Strict"
     field_manager: str = ""
+    read_only: bool = False
+    """The caller only reads the object the write returns, as :attr:`ListOptions.read_only`:
+    the embedded store may return the object it keeps, shared with its read-only readers,
+    instead of decoding a copy (which costs as much as encoding it did). Over HTTP the
+    response is decoded afresh anyway."""
+
+
+READ_ONLY_RESULT = WriteOptions(read_only=True)
+"""Options of a write whose caller at most reads what it returns (most controllers' writes)."""
 
 
 @dataclass(frozen=True)

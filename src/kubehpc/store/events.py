@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kubehpc.api.errors import AlreadyExists, ApiError, NotFound
-from kubehpc.store.client import Client, PatchType
+from kubehpc.store.client import READ_ONLY_RESULT, Client, PatchType
 from kubehpc.store.strategy import rfc3339
 
 Obj = dict[str, Any]
@@ -58,7 +58,8 @@ class EventRecorder:
         self._seen: OrderedDict[tuple[str, str, str, str], tuple[str, str, int]] = OrderedDict()
 
     def record(self, involved: Obj, type_: str, reason: str, message: str) -> Obj | None:
-        """Record (or aggregate) an event; returns the stored Event, None when it failed."""
+        """Record (or aggregate) an event; returns the stored Event (read only: see
+        ``WriteOptions.read_only``), None when it failed."""
         if type_ not in (NORMAL, WARNING):
             raise ValueError(f"event type must be Normal or Warning, not {type_!r}")
         ref = _involved(involved)
@@ -79,6 +80,7 @@ class EventRecorder:
                         {"count": count + 1, "lastTimestamp": now},
                         PatchType.MERGE,
                         namespace=ns,
+                        options=READ_ONLY_RESULT,
                     )
                     self._remember(key, name, ns, count + 1)
                     return out
@@ -105,11 +107,11 @@ class EventRecorder:
                 "reportingInstance": self.host,
             }
             try:
-                out = self.client.create(event)
+                out = self.client.create(event, READ_ONLY_RESULT)
             except AlreadyExists:  # two events of one object in one nanosecond
                 del event["metadata"]["name"]
                 event["metadata"]["generateName"] = f"{ref['name']}."
-                out = self.client.create(event)
+                out = self.client.create(event, READ_ONLY_RESULT)
             self._remember(key, out["metadata"]["name"], namespace, 1)
             return out
         except ApiError as exc:

@@ -147,6 +147,24 @@ class WritesMixin:
         """An independent copy of a storage-version object in the caller's version."""
         return self._decode(rt, vs.name, orjson.dumps(obj))
 
+    def _result(
+        self,
+        rt: ResourceType,
+        vs: VersionSpec,
+        rec: Record,
+        options: WriteOptions,
+        written: Obj | None = None,
+    ) -> Obj:
+        """What a write returns: the stored version in the caller's API version. A read-only
+        caller (``WriteOptions.read_only``) gets the record's decoded object, shared with the
+        store's readers, instead of a decode of its own. A write-mostly kind's record keeps no
+        decoded object; ``written``, the object it was encoded from, is then nobody else's."""
+        if options.read_only and vs.name == rt.storage_version:
+            shared = rec.decoded if rec.decoded is not None else written
+            if shared is not None:
+                return shared
+        return self._decode(rt, vs.name, rec.raw)
+
     # --- create --------------------------------------------------------------------------
 
     def create(self, obj: Obj, options: WriteOptions | None = None) -> Obj:
@@ -194,7 +212,7 @@ class WritesMixin:
             if options.dry_run:
                 return WriteResult(self._out(rt, vs, stored), warnings)
             rec = self._commit(rt, ADDED, stored, None)
-            return WriteResult(self._decode(rt, vs.name, rec.raw), warnings)
+            return WriteResult(self._result(rt, vs, rec, options, stored), warnings)
 
     def _bind(self, binding: Obj, options: WriteOptions) -> Obj:
         """``pods/binding``: assign a pending pod to a node, the one way ``spec.nodeName`` is
@@ -356,14 +374,14 @@ class WritesMixin:
             meta["generation"] += 1
         meta["resourceVersion"] = old["metadata"].get("resourceVersion")
         if new == old:  # a no-op keeps its resourceVersion and sends no event
-            return WriteResult(self._decode(rt, vs.name, rec.raw), warnings)
+            return WriteResult(self._result(rt, vs, rec, options), warnings)
         if options.dry_run:
             return WriteResult(self._out(rt, vs, new), warnings)
         if st.should_delete_on_update(new):
             out = self._commit(rt, DELETED, new, rec)
         else:
             out = self._commit(rt, MODIFIED, new, rec)
-        return WriteResult(self._decode(rt, vs.name, out.raw), warnings)
+        return WriteResult(self._result(rt, vs, out, options), warnings)
 
     def update_status(self, obj: Obj, options: WriteOptions | None = None) -> Obj:
         return self.update_status_result(obj, options).object
@@ -404,11 +422,11 @@ class WritesMixin:
             new = rt.to_storage(merged)
             new["metadata"]["generation"] = rec.obj["metadata"].get("generation", 1)
             if new == rec.obj:
-                return WriteResult(self._decode(rt, vs.name, rec.raw), warnings)
+                return WriteResult(self._result(rt, vs, rec, options), warnings)
             if options.dry_run:
                 return WriteResult(self._out(rt, vs, new), warnings)
             out = self._commit(rt, MODIFIED, new, rec)
-            return WriteResult(self._decode(rt, vs.name, out.raw), warnings)
+            return WriteResult(self._result(rt, vs, out, options), warnings)
 
     # --- patch ---------------------------------------------------------------------------
 

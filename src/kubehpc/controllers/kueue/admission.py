@@ -58,7 +58,7 @@ from kubehpc.sched.admission.decisions import (
 )
 from kubehpc.sched.admission.model import AdmissionConfig, AdmissionSnapshot
 from kubehpc.sched.planned import HOSTNAME_LEVEL
-from kubehpc.store.client import Client, PatchType, write_batch
+from kubehpc.store.client import READ_ONLY_RESULT, Client, PatchType, write_batch
 from kubehpc.store.events import EventRecorder, record_quietly
 
 log = logging.getLogger(__name__)
@@ -368,7 +368,7 @@ class AdmissionLoop:
         W.set_quota_reservation(wl, admission_of(decision), now)
         cache.assume(decision.workload, wl)
         try:
-            written = self.client.update_status(wl)
+            written = self.client.update_status(wl, READ_ONLY_RESULT)  # cached read-only
         except ApiError as err:
             log.info("admitting %s failed: %s", decision.workload, err)
             cache.forget(decision.workload)
@@ -425,7 +425,7 @@ class AdmissionLoop:
         if not changed:
             return 0
         try:
-            written = self.client.update_status(wl)
+            written = self.client.update_status(wl, READ_ONLY_RESULT)  # cached read-only
         except ApiError as err:
             log.info("evicting %s failed: %s", key, err)
             self._retry_later()
@@ -454,7 +454,7 @@ class AdmissionLoop:
         wl = W.private_copy(current)
         if W.unset_quota_reservation(wl, item.reason, item.message, now):
             try:
-                current = self.client.update_status(wl)
+                current = self.client.update_status(wl, READ_ONLY_RESULT)
             except ApiError as err:
                 log.info("writing why %s waits failed: %s", item.key, err)
                 self._retry_later()
@@ -522,7 +522,7 @@ class AdmissionLoop:
         if _without_times(status) == _without_times(obj.get("status") or {}):
             return
         try:
-            written = self.client.update_status({**obj, "status": status})
+            written = self.client.update_status({**obj, "status": status}, READ_ONLY_RESULT)
         except ApiError as err:
             log.info("writing the status of %s %s failed: %s", kind, C.object_key(obj), err)
             self._retry_later()

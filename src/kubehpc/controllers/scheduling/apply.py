@@ -16,7 +16,7 @@ from typing import Any
 
 from kubehpc.api.devices import POD_DEVICES_ANNOTATION
 from kubehpc.api.errors import AlreadyExists, ApiError, BadRequest
-from kubehpc.store.client import Client, PatchType
+from kubehpc.store.client import READ_ONLY_RESULT, Client, PatchType
 from kubehpc.store.events import event_name
 from kubehpc.store.strategy import rfc3339
 
@@ -166,10 +166,10 @@ def record_event(
     }
     try:
         try:
-            client.create(event)
+            client.create(event, READ_ONLY_RESULT)
         except AlreadyExists:  # two events of one pod in one nanosecond
             event["metadata"] = {"generateName": f"{meta.get('name')}.", "namespace": namespace}
-            client.create(event)
+            client.create(event, READ_ONLY_RESULT)
     except ApiError as err:  # an event is a courtesy; losing one must not stop scheduling
         if on_error is not None:
             on_error(err)
