@@ -211,6 +211,7 @@ class ResourceHandlers:
             dry_run=_dry_run(q.get("dryRun")),
             field_validation=_field_validation(q.get("fieldValidation")),
             field_manager=q.get("fieldManager", ""),
+            read_only=True,  # the stored object is only encoded into the response
         )
 
     async def _body_object(self, request: Request, t: Target) -> Obj:
