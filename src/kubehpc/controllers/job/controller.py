@@ -109,7 +109,13 @@ class JobController:
             pods, pods_rv = self._owned_pods(spec)
             key = (namespace, name)
             plan = plan_job(
-                job, pods, self.clock.now(), self.backoff, self.max_pods_per_sync, self._backoff.get(key)
+                job,
+                pods,
+                self.clock.now(),
+                self.backoff,
+                self.max_pods_per_sync,
+                self._backoff.get(key),
+                spec,
             )
             requeue = plan.requeue_after
             if plan.idle:

@@ -106,12 +106,15 @@ def plan_job(
     backoff: BackoffPolicy | None = None,
     max_pods_per_sync: int = 500,
     backoff_record: BackoffRecord | None = None,
+    spec: JobSpec | None = None,
 ) -> JobPlan:
     """Decide what to do for ``job`` given the pods it controls (already filtered by owner).
 
     ``backoff_record`` is what the caller remembers of this Job's failures (None after a
-    restart); the updated record comes back in ``JobPlan.backoff_record``."""
-    spec = JobSpec.of(job)
+    restart); the updated record comes back in ``JobPlan.backoff_record``. ``spec`` is
+    ``JobSpec.of(job)`` where the caller has read it already."""
+    if spec is None:
+        spec = JobSpec.of(job)
     backoff = backoff or BackoffPolicy()
     pods = sorted(pods, key=P.name)
     if spec.managed_elsewhere:
