@@ -5,23 +5,24 @@ own. (Events, kept encoded only: test_store_write_mostly_kinds.py.)"""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from storekit import pod
 
 from kubehpc.store.client import READ_ONLY_RESULT, PatchType, WriteOptions
 from kubehpc.store.store import Store
 
-WIDGET = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"replicas": 2}}
 
-
-def shared_pod(store: Store, name: str) -> object:
+def shared_pod(store: Store, name: str) -> dict[str, Any]:
     return store.get("v1", "Pod", name, read_only=True)
 
 
 def test_a_read_only_create_returns_the_object_the_store_shares(store: Store) -> None:
     created = store.create(pod("a"), READ_ONLY_RESULT)
     assert created is shared_pod(store, "a")
-    assert created["metadata"]["resourceVersion"] == store.get("v1", "Pod", "a")["metadata"]["resourceVersion"]
+    stored = store.get("v1", "Pod", "a")
+    assert created["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]
 
 
 def test_a_plain_create_returns_a_copy_of_its_own(store: Store) -> None:
@@ -58,7 +59,13 @@ def test_a_no_op_update_shares_the_unchanged_version(store: Store) -> None:
 
 
 def test_a_read_only_result_in_another_version_is_converted(store: Store) -> None:
-    old = store.create({**WIDGET, "apiVersion": "example.com/v1alpha1", "spec": {"size": 2}}, READ_ONLY_RESULT)
+    widget = {
+        "apiVersion": "example.com/v1alpha1",
+        "kind": "Widget",
+        "metadata": {"name": "w"},
+        "spec": {"size": 2},
+    }
+    old = store.create(widget, READ_ONLY_RESULT)
     assert old["apiVersion"] == "example.com/v1alpha1" and old["spec"] == {"size": 2}
     assert store.get("example.com/v1", "Widget", "w")["spec"] == {"replicas": 2}
 
@@ -69,5 +76,4 @@ def test_a_dry_run_result_is_never_the_stored_object(store: Store) -> None:
     current["metadata"]["labels"] = {"x": "1"}
     dry = store.update(current, WriteOptions(dry_run=True, read_only=True))
     assert dry["metadata"]["labels"] == {"x": "1"}
-    assert "labels" not in shared_pod(store, "a")["metadata"]  # type: ignore[index]
-
+    assert "labels" not in shared_pod(store, "a")["metadata"]
