@@ -364,7 +364,7 @@ class AdmissionLoop:
         current = cache.objects[C.WORKLOAD].get(decision.workload)
         if current is None or (current.get("metadata") or {}).get("uid") != decision.uid:
             return 0
-        wl = W.private_copy(current)
+        wl = W.status_copy(current)
         W.set_quota_reservation(wl, admission_of(decision), now)
         cache.assume(decision.workload, wl)
         try:
@@ -418,7 +418,7 @@ class AdmissionLoop:
         current = self.cache.objects[C.WORKLOAD].get(key)
         if current is None or (current.get("metadata") or {}).get("uid") != uid:
             return 0
-        wl = W.private_copy(current)
+        wl = W.status_copy(current)
         changed = W.set_evicted(wl, reason, message, now)
         if preempted:
             changed = W.set_preempted(wl, preempted, message, now) or changed
@@ -451,7 +451,7 @@ class AdmissionLoop:
             return
         if W.has_quota_reservation(current):
             return  # admitted (or still holding quota) since the decision
-        wl = W.private_copy(current)
+        wl = W.status_copy(current)
         if W.unset_quota_reservation(wl, item.reason, item.message, now):
             try:
                 current = self.client.update_status(wl, READ_ONLY_RESULT)

@@ -118,7 +118,7 @@ class JobReconciler:
         message, succeeded, finished = job.finished()
         if finished:
             if wl is not None and not W.is_finished(wl):
-                wl = W.private_copy(wl)
+                wl = W.status_copy(wl)
                 W.set_finished(wl, succeeded, message, self.clock.now())
                 self.client.update_status(wl, READ_ONLY_RESULT)
             return None
@@ -142,7 +142,7 @@ class JobReconciler:
                 now = self.clock.now()
                 reason = str(evicted.get("reason") or "")
                 message = str(evicted.get("message") or "")
-                wl = W.private_copy(wl)
+                wl = W.status_copy(wl)
                 W.set_requeued(wl, reason, message, reason == k.REASON_EVICTED_BY_PREEMPTION, now)
                 W.unset_quota_reservation(wl, k.REASON_PENDING, message, now)
                 self.client.update_status(wl, READ_ONLY_RESULT)

@@ -89,6 +89,15 @@ def private_copy(obj: Obj) -> Obj:
     return out
 
 
+def status_copy(obj: Obj) -> Obj:
+    """A copy of a shared (read-only) or cached object to change the status of and write back
+    with ``update_status``: its status is the caller's own, the rest stays shared, read only.
+    A status write reads nothing else, and a Workload's spec (its pod templates) is most of it."""
+    out = dict(obj)
+    out["status"] = private_copy(obj.get("status") or {})
+    return out
+
+
 # --- reading --------------------------------------------------------------------------------------
 
 
