@@ -108,10 +108,20 @@ class WriteOptions:
     the embedded store may return the object it keeps, shared with its read-only readers,
     instead of decoding a copy (which costs as much as encoding it did). Over HTTP the
     response is decoded afresh anyway."""
+    handed_over: bool = False
+    """The caller hands the object it writes over to the store: built for this write, sharing
+    no mutable part with any other object, and never changed by the caller afterwards (an
+    ``update_status`` hands over its ``status`` alone: the rest is only read). The embedded
+    store then works on it and keeps it instead of first copying it (the copy costs as much
+    as encoding it does). It must hold JSON values only. Over HTTP it changes nothing."""
 
 
 READ_ONLY_RESULT = WriteOptions(read_only=True)
 """Options of a write whose caller at most reads what it returns (most controllers' writes)."""
+
+HANDED_OVER = WriteOptions(read_only=True, handed_over=True)
+"""Options of a write of an object built for it (an Event, a pod from its template, a fresh
+status) whose caller at most reads what the write returns."""
 
 
 @dataclass(frozen=True)

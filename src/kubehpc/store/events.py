@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kubehpc.api.errors import AlreadyExists, ApiError, NotFound
-from kubehpc.store.client import READ_ONLY_RESULT, Client, PatchType
+from kubehpc.store.client import HANDED_OVER, READ_ONLY_RESULT, Client, PatchType
 from kubehpc.store.strategy import rfc3339
 
 Obj = dict[str, Any]
@@ -86,37 +86,44 @@ class EventRecorder:
                     return out
                 except NotFound:
                     pass  # expired or deleted: record afresh
-            source: Obj = {"component": self.component}
-            if self.host:
-                source["host"] = self.host
             # Named as client-go's recorder names events: the object's name and the time in
             # hexadecimal nanoseconds (no server-side name search per event).
-            event: Obj = {
-                "apiVersion": "v1",
-                "kind": "Event",
-                "metadata": {"name": event_name(ref["name"]), "namespace": namespace},
-                "involvedObject": ref,
-                "reason": reason,
-                "message": message,
-                "type": type_,
-                "source": source,
-                "firstTimestamp": now,
-                "lastTimestamp": now,
-                "count": 1,
-                "reportingComponent": self.component,
-                "reportingInstance": self.host,
-            }
+            name_field = {"name": event_name(ref["name"])}
             try:
-                out = self.client.create(event, READ_ONLY_RESULT)
+                out = self.client.create(
+                    self._event(ref, name_field, type_, reason, message, now), HANDED_OVER
+                )
             except AlreadyExists:  # two events of one object in one nanosecond
-                del event["metadata"]["name"]
-                event["metadata"]["generateName"] = f"{ref['name']}."
-                out = self.client.create(event, READ_ONLY_RESULT)
+                name_field = {"generateName": f"{ref['name']}."}
+                out = self.client.create(
+                    self._event(ref, name_field, type_, reason, message, now), HANDED_OVER
+                )
             self._remember(key, out["metadata"]["name"], namespace, 1)
             return out
         except ApiError as exc:
             log.warning("could not record event %s on %s/%s: %s", reason, namespace, ref["name"], exc)
             return None
+
+    def _event(self, ref: Obj, name: dict[str, str], type_: str, reason: str, message: str, now: str) -> Obj:
+        """A new Event, built afresh for each create: the store keeps what it is handed."""
+        source: Obj = {"component": self.component}
+        if self.host:
+            source["host"] = self.host
+        return {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {**name, "namespace": ref.get("namespace") or "default"},
+            "involvedObject": dict(ref),
+            "reason": reason,
+            "message": message,
+            "type": type_,
+            "source": source,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+            "reportingComponent": self.component,
+            "reportingInstance": self.host,
+        }
 
     def _remember(self, key: tuple[str, str, str, str], name: str, namespace: str, count: int) -> None:
         with self._lock:

@@ -60,6 +60,14 @@ def _copy(obj: Any, what: str) -> Obj:
     return out
 
 
+def _own(obj: Any, what: str, options: WriteOptions) -> Obj:
+    """The object a write may change and keep: the caller's own when handed over
+    (``WriteOptions.handed_over``), else a copy."""
+    if options.handed_over and type(obj) is dict:
+        return obj
+    return _copy(obj, what)
+
+
 def _meta(obj: Obj) -> Obj:
     meta = obj.get("metadata")
     if meta is None:
@@ -125,7 +133,11 @@ class WritesMixin:
         rv = self._next_rv()
         meta = obj["metadata"]
         meta["resourceVersion"] = str(rv)
-        rec = Record(orjson.dumps(obj), None, rv) if rt.write_mostly else Record.of(obj, rv)
+        try:
+            rec = Record(orjson.dumps(obj), None, rv) if rt.write_mostly else Record.of(obj, rv)
+        except TypeError as exc:  # a handed-over object (never copied) holding a non-JSON value
+            self._rv -= 1  # nothing was written at it
+            raise BadRequest(f"{rt.kind} {meta['name']!r}: not JSON-serialisable: {exc}") from None
         self._apply(Change(rv, type_, rt.key, meta.get("namespace", ""), meta["name"], rec, prev))
         return rec
 
@@ -173,7 +185,7 @@ class WritesMixin:
     def create_result(self, obj: Obj, options: WriteOptions | None = None) -> WriteResult:
         """``create`` plus the validation warnings (``Warning:`` headers over HTTP)."""
         options = options or WriteOptions()
-        obj = _copy(obj, "create")
+        obj = _own(obj, "create", options)
         if obj.get("kind") == "Binding" and obj.get("apiVersion") == "v1":
             return WriteResult(self._bind(obj, options))
         rt, vs = self._resolve(obj)
@@ -308,7 +320,7 @@ class WritesMixin:
 
     def update_result(self, obj: Obj, options: WriteOptions | None = None) -> WriteResult:
         options = options or WriteOptions()
-        obj = _copy(obj, "update")
+        obj = _own(obj, "update", options)
         rt, vs = self._resolve(obj)
         mode = _mode(options)
         with self._lock:
@@ -391,8 +403,10 @@ class WritesMixin:
         if not isinstance(obj, dict):
             raise BadRequest(f"update_status: the object must be a JSON object, not {type(obj).__name__}")
         # A status write changes the status alone: only it (and the name, namespace and
-        # resourceVersion in metadata) is read from the caller, so only it is copied.
-        obj = _copy({k: v for k, v in obj.items() if k in STATUS_WRITE_FIELDS}, "update_status")
+        # resourceVersion in metadata) is read from the caller, so only it is copied, and
+        # only the status need be the caller's own to hand over.
+        fields = {k: v for k, v in obj.items() if k in STATUS_WRITE_FIELDS}
+        obj = fields if options.handed_over else _copy(fields, "update_status")
         rt, vs = self._resolve(obj)
         if not rt.status_subresource:
             raise NotFound(f"the server could not find the requested resource ({rt.key}/status)")

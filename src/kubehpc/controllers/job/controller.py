@@ -29,7 +29,7 @@ from kubehpc.controllers.job.spec import JobSpec
 from kubehpc.controllers.job.workqueue import Key, WorkQueue, work_until_stopped
 from kubehpc.controllers.watching import Followers
 from kubehpc.store.client import (
-    READ_ONLY_RESULT,
+    HANDED_OVER,
     Client,
     DeleteOptions,
     ListOptions,
@@ -196,7 +196,7 @@ class JobController:
         not_created = 0
         for position, pod in enumerate(plan.create):
             try:
-                created = self.client.create(pod, READ_ONLY_RESULT)  # read for its name
+                created = self.client.create(pod, HANDED_OVER)  # built for it (build_pod); read for its name
             except AlreadyExists:
                 continue
             except ApiError as err:
@@ -211,8 +211,9 @@ class JobController:
             status = plan.status
             if not_created:
                 status = {**status, "active": max(0, int(status.get("active") or 0) - not_created)}
-            # Read only: the events below name it.
-            stored = self.client.update_status({**job, "status": status}, READ_ONLY_RESULT)
+            # The plan's own status (a copy it changed); the result is read only: the events
+            # below name it.
+            stored = self.client.update_status({**job, "status": status}, HANDED_OVER)
         # The failures this pass saw are now recorded in the status: remember them, as the
         # real controller does right after its first status flush.
         self._remember_backoff(spec.key, plan)

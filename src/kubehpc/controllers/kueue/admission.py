@@ -58,7 +58,7 @@ from kubehpc.sched.admission.decisions import (
 )
 from kubehpc.sched.admission.model import AdmissionConfig, AdmissionSnapshot
 from kubehpc.sched.planned import HOSTNAME_LEVEL
-from kubehpc.store.client import READ_ONLY_RESULT, Client, PatchType, write_batch
+from kubehpc.store.client import HANDED_OVER, READ_ONLY_RESULT, Client, PatchType, write_batch
 from kubehpc.store.events import EventRecorder, record_quietly
 
 log = logging.getLogger(__name__)
@@ -368,7 +368,7 @@ class AdmissionLoop:
         W.set_quota_reservation(wl, admission_of(decision), now)
         cache.assume(decision.workload, wl)
         try:
-            written = self.client.update_status(wl, READ_ONLY_RESULT)  # cached read-only
+            written = self.client.update_status(wl, HANDED_OVER)  # its own status; cached read-only
         except ApiError as err:
             log.info("admitting %s failed: %s", decision.workload, err)
             cache.forget(decision.workload)
@@ -425,7 +425,7 @@ class AdmissionLoop:
         if not changed:
             return 0
         try:
-            written = self.client.update_status(wl, READ_ONLY_RESULT)  # cached read-only
+            written = self.client.update_status(wl, HANDED_OVER)  # its own status; cached read-only
         except ApiError as err:
             log.info("evicting %s failed: %s", key, err)
             self._retry_later()
@@ -454,7 +454,7 @@ class AdmissionLoop:
         wl = W.status_copy(current)
         if W.unset_quota_reservation(wl, item.reason, item.message, now):
             try:
-                current = self.client.update_status(wl, READ_ONLY_RESULT)
+                current = self.client.update_status(wl, HANDED_OVER)  # its own status (status_copy)
             except ApiError as err:
                 log.info("writing why %s waits failed: %s", item.key, err)
                 self._retry_later()

@@ -48,7 +48,7 @@ from kubehpc.sched.planned import (
     encode,
     plan_of_assignment,
 )
-from kubehpc.store.client import READ_ONLY_RESULT, Client, ListOptions
+from kubehpc.store.client import HANDED_OVER, READ_ONLY_RESULT, Client, ListOptions
 from kubehpc.store.events import EventRecorder, record_quietly
 
 log = logging.getLogger(__name__)
@@ -120,7 +120,7 @@ class JobReconciler:
             if wl is not None and not W.is_finished(wl):
                 wl = W.status_copy(wl)
                 W.set_finished(wl, succeeded, message, self.clock.now())
-                self.client.update_status(wl, READ_ONLY_RESULT)
+                self.client.update_status(wl, HANDED_OVER)  # its own status (status_copy)
             return None
 
         # 3. No Workload yet.
@@ -145,7 +145,7 @@ class JobReconciler:
                 wl = W.status_copy(wl)
                 W.set_requeued(wl, reason, message, reason == k.REASON_EVICTED_BY_PREEMPTION, now)
                 W.unset_quota_reservation(wl, k.REASON_PENDING, message, now)
-                self.client.update_status(wl, READ_ONLY_RESULT)
+                self.client.update_status(wl, HANDED_OVER)  # its own status (status_copy)
             return None
 
         # 5. Suspended: start it once admitted, else keep the Workload in step with it.
@@ -173,7 +173,7 @@ class JobReconciler:
     def _create_workload(self, integration: Integration, job: GenericJob, queue: str) -> None:
         priority, ref = self._priority(job)
         wl = W.new_workload(integration, job.object, queue, job.pod_sets(), priority, ref)
-        created = self.client.create(wl, READ_ONLY_RESULT)  # read for the event
+        created = self.client.create(wl, HANDED_OVER)  # built for it; read for the event
         meta = created["metadata"]
         self._event(
             job.object,
@@ -246,7 +246,7 @@ class JobReconciler:
         except (PodSetConflict, ValueError, NotFound) as err:
             self._event(job.object, "Warning", "FailedToStart", str(err))
             return
-        self.client.update(job.object, READ_ONLY_RESULT)
+        self.client.update(job.object, HANDED_OVER)  # a private copy (writable_job)
         cq = W.cluster_queue_of(wl)
         self._event(job.object, "Normal", k.EVENT_STARTED, f"Admitted by clusterQueue {cq}")
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from kubehpc.api.devices import POD_DEVICES_ANNOTATION
 from kubehpc.api.errors import AlreadyExists, ApiError, BadRequest
-from kubehpc.store.client import READ_ONLY_RESULT, Client, PatchType
+from kubehpc.store.client import HANDED_OVER, Client, PatchType
 from kubehpc.store.events import event_name
 from kubehpc.store.strategy import rfc3339
 
@@ -142,34 +142,36 @@ def record_event(
     meta = pod.get("metadata") or {}
     namespace = meta.get("namespace") or "default"
     stamp = rfc3339(now)
-    event = {
-        "apiVersion": "v1",
-        "kind": "Event",
-        # Named as client-go's recorder names events (no server-side search for a free name).
-        "metadata": {"name": event_name(str(meta.get("name") or "")), "namespace": namespace},
-        "involvedObject": {
+
+    def event(name: dict[str, str]) -> Obj:  # afresh for each create: the store keeps it
+        return {
             "apiVersion": "v1",
-            "kind": "Pod",
-            "name": meta.get("name"),
-            "namespace": namespace,
-            "uid": meta.get("uid"),
-            "resourceVersion": meta.get("resourceVersion"),
-        },
-        "reason": reason,
-        "message": message,
-        "type": event_type,
-        "source": {"component": SCHEDULER_COMPONENT},
-        "reportingComponent": SCHEDULER_COMPONENT,
-        "firstTimestamp": stamp,
-        "lastTimestamp": stamp,
-        "count": 1,
-    }
+            "kind": "Event",
+            "metadata": {**name, "namespace": namespace},
+            "involvedObject": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": meta.get("name"),
+                "namespace": namespace,
+                "uid": meta.get("uid"),
+                "resourceVersion": meta.get("resourceVersion"),
+            },
+            "reason": reason,
+            "message": message,
+            "type": event_type,
+            "source": {"component": SCHEDULER_COMPONENT},
+            "reportingComponent": SCHEDULER_COMPONENT,
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+        }
+
     try:
         try:
-            client.create(event, READ_ONLY_RESULT)
+            # Named as client-go's recorder names events (no server-side search for a free name).
+            client.create(event({"name": event_name(str(meta.get("name") or ""))}), HANDED_OVER)
         except AlreadyExists:  # two events of one pod in one nanosecond
-            event["metadata"] = {"generateName": f"{meta.get('name')}.", "namespace": namespace}
-            client.create(event, READ_ONLY_RESULT)
+            client.create(event({"generateName": f"{meta.get('name')}."}), HANDED_OVER)
     except ApiError as err:  # an event is a courtesy; losing one must not stop scheduling
         if on_error is not None:
             on_error(err)
