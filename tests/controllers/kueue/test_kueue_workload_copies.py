@@ -1,13 +1,19 @@
 """The copies the Kueue loops change and write back. A status write reads only the status (and
 the name and resourceVersion), so ``status_copy`` copies the status alone and leaves the rest,
-a Workload's pod templates above all, shared with the read-only original."""
+a Workload's pod templates above all, shared with the read-only original. A job's pod sets are
+read from its templates as they are (most reads only compare them with the Workload's); the
+Workload made from them gets templates of its own."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any
 
+from kueuekit import NS, KueueCluster, cluster_queue, flavor, local_queue, queued_job
+
 from kubehpc.controllers.kueue import workloads as W
+from kubehpc.controllers.kueue.jobs import batchjob
+from kubehpc.store.client import ListOptions
 
 NOW = datetime(2026, 12, 4, tzinfo=UTC)
 
@@ -45,3 +51,21 @@ def test_a_status_copy_of_a_workload_without_status_has_one_of_its_own() -> None
     W.set_finished(copy, True, "done", NOW)
     assert "status" not in original
     assert W.is_finished(copy)
+
+
+def test_a_jobs_pod_sets_are_read_from_its_template_without_copying_it() -> None:
+    job = queued_job("train")
+    [pod_set] = batchjob.new_job(job).pod_sets()
+    assert pod_set["template"] is job["spec"]["template"]
+
+
+def test_a_new_workload_has_pod_templates_of_its_own_not_the_jobs() -> None:
+    k = KueueCluster()
+    k.create(cluster_queue("cq", {"default": {"cpu": 4}}), flavor("default"), local_queue("user-queue", "cq"))
+    k.create(queued_job("train"))
+    k.reconciler.reconcile(batchjob.INTEGRATION, NS, "train")
+    job = k.store.get("batch/v1", "Job", "train", NS, read_only=True)
+    [wl] = k.store.list("kueue.x-k8s.io/v1beta2", "Workload", ListOptions(read_only=True)).items
+    template = wl["spec"]["podSets"][0]["template"]
+    assert template == job["spec"]["template"] and template is not job["spec"]["template"]
+    assert template["spec"] is not job["spec"]["template"]["spec"]

@@ -137,7 +137,8 @@ class GenericJob(Protocol):
         ...
 
     def pod_sets(self) -> list[Obj]:
-        """The Workload's ``spec.podSets`` for this job as it is now."""
+        """The Workload's ``spec.podSets`` for this job as it is now. Read only: the templates
+        are the job's own (most calls only compare them); copy them before changing them."""
         ...
 
     def is_active(self) -> bool:

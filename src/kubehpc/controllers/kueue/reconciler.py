@@ -172,7 +172,9 @@ class JobReconciler:
 
     def _create_workload(self, integration: Integration, job: GenericJob, queue: str) -> None:
         priority, ref = self._priority(job)
-        wl = W.new_workload(integration, job.object, queue, job.pod_sets(), priority, ref)
+        # The pod sets are the job's (read only); the Workload gets copies to hand over.
+        pod_sets = W.private_copy(job.pod_sets())
+        wl = W.new_workload(integration, job.object, queue, pod_sets, priority, ref)
         created = self.client.create(wl, HANDED_OVER)  # built for it; read for the event
         meta = created["metadata"]
         self._event(

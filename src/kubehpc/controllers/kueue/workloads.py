@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -23,6 +23,7 @@ from kubehpc.controllers.kueue.runtimes import runtime_fields
 from kubehpc.sched.admission.reservations import RUNTIME_ESTIMATE_ANNOTATION
 
 Obj = dict[str, Any]
+_J = TypeVar("_J", dict[str, Any], list[dict[str, Any]])
 _HASH_LENGTH = 5
 _MAX_PREFIX = 252 - _HASH_LENGTH  # 253 for the name, less "-" and the hash
 
@@ -82,10 +83,10 @@ def new_workload(
     }
 
 
-def private_copy(obj: Obj) -> Obj:
-    """A copy to change and write back, of a shared (read-only) or cached object: a JSON round
-    trip, several times faster than deepcopy on API objects."""
-    out: Obj = orjson.loads(orjson.dumps(obj))
+def private_copy(obj: _J) -> _J:
+    """A copy to change and write back, of a shared (read-only) or cached object (or list of
+    them): a JSON round trip, several times faster than deepcopy on API objects."""
+    out: _J = orjson.loads(orjson.dumps(obj))
     return out
 
 

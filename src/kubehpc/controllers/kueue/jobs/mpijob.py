@@ -9,7 +9,6 @@ launcher's, else the worker's ``priorityClassName``.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from typing import Any
 
@@ -64,7 +63,7 @@ class MPIJobAdapter(SpecJob):
         return [
             {
                 "name": role.lower(),
-                "template": copy.deepcopy(replica.get("template") or {}),
+                "template": replica.get("template") or {},
                 "count": 1 if role == "Launcher" else int(replica.get("replicas", 1) or 0),
             }
             for role, replica in self._replicas()

@@ -12,7 +12,6 @@ such a cluster never names a queue and gets no Workload of its own, as in Kueue.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from typing import Any
 
@@ -61,7 +60,7 @@ class RayClusterAdapter(SpecJob):
 
     def pod_sets(self) -> list[Obj]:
         return [
-            {"name": name, "template": copy.deepcopy(template), "count": count}
+            {"name": name, "template": template, "count": count}
             for name, template, count in self._templates()
         ]
 

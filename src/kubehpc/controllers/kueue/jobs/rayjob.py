@@ -9,7 +9,6 @@ cluster (``clusterSelector``) has no pods of its own to queue, as in Kueue.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from typing import Any
 
@@ -96,7 +95,7 @@ class RayJobAdapter(SpecJob):
         sets = []
         for name, template, count in self._templates():
             tmpl = template if template else (SUBMITTER_TEMPLATE if name == SUBMITTER else {})
-            sets.append({"name": name, "template": copy.deepcopy(tmpl), "count": count})
+            sets.append({"name": name, "template": tmpl, "count": count})
         return sets
 
     def is_active(self) -> bool:
