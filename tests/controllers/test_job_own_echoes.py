@@ -1,8 +1,11 @@
 """The Job controller does not sync a Job again for versions its last idle pass already read
-(the watch echoes of its own status writes and pod creates); any newer version of the Job or
-of its pods, whoever wrote it, queues the Job as before; a resync still queues every Job."""
+(the watch echoes of its own status writes and pod creates), nor for the binding of a pod that
+pass saw unbound; any other newer version of the Job or of its pods, whoever wrote it, queues
+the Job as before; a resync still queues every Job."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from jobkit import NS, Cluster, job_manifest
 
@@ -47,6 +50,52 @@ def test_a_newer_pod_version_queues_the_job() -> None:
     controller = synced(k, "pod-moved")
     [pod] = k.pods("pod-moved")
     controller._on_pod("MODIFIED", k.run(pod))
+    assert len(controller.queue) == 1
+
+
+def bind(k: Cluster, pod: dict[str, Any], node: str = "node-1") -> dict[str, Any]:
+    name = pod["metadata"]["name"]
+    k.store.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name, "namespace": NS},
+            "target": {"name": node},
+        }
+    )
+    return k.pod(name)
+
+
+def test_binding_a_pod_its_last_idle_pass_saw_unbound_queues_nothing() -> None:
+    k = Cluster()
+    controller = synced(k, "bound")
+    [pod] = k.pods("bound")
+    controller._on_pod("ADDED", pod)
+    controller._on_pod("MODIFIED", bind(k, pod))
+    assert len(controller.queue) == 0
+
+
+def test_binding_a_pod_no_idle_pass_has_seen_yet_queues_the_job() -> None:
+    k = Cluster()
+    controller = synced(k, "unseen")
+    [pod] = k.pods("unseen")
+    # A version newer than the last pass read, then its binding: neither was planned with.
+    newer = k.store.patch(
+        "v1", "Pod", pod["metadata"]["name"], {"metadata": {"labels": {"x": "y"}}}, PatchType.MERGE, NS
+    )
+    controller._on_pod("MODIFIED", newer)
+    controller.queue = type(controller.queue)()
+    controller._on_pod("MODIFIED", bind(k, newer))
+    assert len(controller.queue) == 1
+
+
+def test_a_pod_bound_and_changed_otherwise_in_one_version_queues_the_job() -> None:
+    k = Cluster()
+    controller = synced(k, "bound-and-running")
+    [pod] = k.pods("bound-and-running")
+    controller._on_pod("ADDED", pod)
+    bound = bind(k, pod)
+    controller._on_pod("MODIFIED", {**bound, "status": {**bound["status"], "phase": "Running"}})
     assert len(controller.queue) == 1
 
 

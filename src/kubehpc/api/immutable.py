@@ -13,8 +13,6 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-import orjson
-
 from kubehpc.api.errors import Cause
 from kubehpc.api.quantity import parse_quantity
 from kubehpc.api.schema import show_value
@@ -122,7 +120,9 @@ def _restore(target: Obj, source: Obj, key: str) -> None:
 
 # --- Job --------------------------------------------------------------------------------------
 
-_MUTABLE_WHILE_SUSPENDED = (("spec", "nodeSelector"), ("spec", "tolerations"), ("spec", "schedulingGates"))
+# What Kueue may change in the pod template of a suspended Job that never started.
+_SPEC_MUTABLE_WHILE_SUSPENDED = frozenset(("nodeSelector", "tolerations", "schedulingGates"))
+_META_MUTABLE_WHILE_SUSPENDED = frozenset(("labels", "annotations"))
 
 
 def job_update_causes(old: Obj, new: Obj) -> list[Cause]:
@@ -156,17 +156,17 @@ def _elastic_indexed(old: Obj, new: Obj) -> bool:
 
 
 def _strip_scheduling(template: Any) -> Any:
+    """A view of ``template`` without what may change while suspended, for comparing: it
+    shares the rest with ``template`` (nothing is copied) and must not be changed."""
     if not isinstance(template, dict):
         return template
-    out: dict[str, Any] = orjson.loads(orjson.dumps(template))  # JSON: faster than deepcopy
-    for keys in _MUTABLE_WHILE_SUSPENDED:
-        parent = _get(out, *keys[:-1])
-        if isinstance(parent, dict):
-            parent.pop(keys[-1], None)
+    out = dict(template)
+    spec = out.get("spec")
+    if isinstance(spec, dict):
+        out["spec"] = {k: v for k, v in spec.items() if k not in _SPEC_MUTABLE_WHILE_SUSPENDED}
     meta = out.get("metadata")
     if isinstance(meta, dict):
-        meta.pop("labels", None)
-        meta.pop("annotations", None)
+        out["metadata"] = {k: v for k, v in meta.items() if k not in _META_MUTABLE_WHILE_SUSPENDED}
     return out
 
 

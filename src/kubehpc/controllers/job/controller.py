@@ -8,8 +8,9 @@ cache), so there are no "expectations" to track: what a pass sees is what is sto
 What the controller does remember is which versions it has already found nothing to do for:
 the resourceVersion of the Job and of the pod list its last idle pass read. A watch event for
 a version no newer than those (the echo of the controller's own status write or pod create,
-which the pass after the write already read) cannot change the plan, so it queues nothing.
-Anything newer, from anyone, queues the Job as before.
+which the pass after the write already read) cannot change the plan, so it queues nothing;
+nor can the scheduler binding a pod that pass saw unbound (``_bound_since_planned``).
+Anything else newer, from anyone, queues the Job as before.
 """
 
 from __future__ import annotations
@@ -89,6 +90,8 @@ class JobController:
         self._backoff: dict[Key, BackoffRecord] = {}
         # Key -> (Job resourceVersion, pod list resourceVersion) its last idle pass read.
         self._planned: dict[Key, tuple[int, int]] = {}
+        # Pod uid -> the last version seen of each pod of a Job not bound yet (_bound_since_planned).
+        self._unbound: dict[str, Obj] = {}
 
     # --- one Job ---------------------------------------------------------------------------
 
@@ -171,6 +174,24 @@ class JobController:
             return False
         rv = resource_version_number((obj.get("metadata") or {}).get("resourceVersion"))
         return rv is not None and rv <= planned[which]
+
+    def _bound_since_planned(self, key: Key, event_type: str, pod: Obj) -> bool:
+        """Whether this event only binds a pod that the last idle pass of ``key`` saw unbound.
+        Such an event cannot make that pass's plan busy: of the pods, a plan reads the node
+        only to choose which to delete first, and an idle plan deletes none (how many to
+        delete does not depend on where they run). The versions of pods not bound yet are
+        kept (shared, read only) to compare with."""
+        uid = P.uid(pod)
+        if event_type == "DELETED":
+            self._unbound.pop(uid, None)
+            return False
+        if not (pod.get("spec") or {}).get("nodeName"):
+            self._unbound[uid] = pod
+            return False
+        before = self._unbound.pop(uid, None)
+        return (
+            before is not None and self._already_planned(key, before, 1) and P.only_bound_since(before, pod)
+        )
 
     def _forget_planned(self, keys: list[Key]) -> None:
         # A failed commit takes back writes (and their resourceVersions) a pass may have read.
@@ -337,7 +358,9 @@ class JobController:
         )
         if ref and is_job_pod:
             key = (namespace, str(ref.get("name")))
-            if not self._already_planned(key, pod, 1):
+            # Kept up to date on every event of the pod, skipped or not.
+            only_bound = self._bound_since_planned(key, event_type, pod)
+            if not only_bound and not self._already_planned(key, pod, 1):
                 self.queue.add(key, self._batch_s())
         if not P.has_tracking_finalizer(pod):
             return

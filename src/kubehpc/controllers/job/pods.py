@@ -144,6 +144,29 @@ def finished_time(pod: Obj) -> datetime:
     return parse_time(meta(pod).get("creationTimestamp")) or EPOCH
 
 
+def _without_binding(pod: Obj) -> Obj:
+    """A view of ``pod`` (sharing its parts) without what binding it to a node sets."""
+    view = dict(pod)
+    view["metadata"] = {k: v for k, v in meta(pod).items() if k not in ("resourceVersion", "managedFields")}
+    view["spec"] = {k: v for k, v in (pod.get("spec") or {}).items() if k != "nodeName"}
+    pod_status = dict(status(pod))
+    conditions = [cond for cond in pod_status.get("conditions") or () if cond.get("type") != "PodScheduled"]
+    if conditions:
+        pod_status["conditions"] = conditions
+    else:
+        pod_status.pop("conditions", None)
+    view["status"] = pod_status
+    return view
+
+
+def only_bound_since(before: Obj, after: Obj) -> bool:
+    """Whether ``after`` is ``before`` bound to a node and nothing else: ``spec.nodeName`` and
+    the PodScheduled condition set (as ``pods/binding`` does), every other field as it was."""
+    if (before.get("spec") or {}).get("nodeName") or not (after.get("spec") or {}).get("nodeName"):
+        return False
+    return _without_binding(before) == _without_binding(after)
+
+
 def removal_rank(pod: Obj) -> tuple[int, int, int, float, int, float, str]:
     """Sort key putting first the pods to remove first, as Kubernetes' ``ActivePods`` order:
     unscheduled before scheduled, Pending before Unknown before Running, not ready before

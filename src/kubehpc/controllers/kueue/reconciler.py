@@ -273,8 +273,9 @@ class JobReconciler:
                 info.annotations[PLANNED_NODES_ANNOTATION] = encode(nodes)
             for flavor_name in sorted(set((assignment.get("flavors") or {}).values())):
                 if flavor_name not in flavors:
+                    # Read only: its labels and tolerations are copied into the template.
                     flavors[flavor_name] = self.client.get(
-                        k.KUEUE_API_VERSION, k.RESOURCE_FLAVOR, flavor_name
+                        k.KUEUE_API_VERSION, k.RESOURCE_FLAVOR, flavor_name, read_only=True
                     )
                 spec = flavors[flavor_name].get("spec") or {}
                 info.node_selector.update(spec.get("nodeLabels") or {})
