@@ -75,6 +75,8 @@ def backfill_policy_of(annotations: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def _seconds(value: Any) -> float | None:
+    if value is None:  # the common case: no raise and catch (each admission cycle, per workload)
+        return None
     try:
         seconds = float(value)
     except (TypeError, ValueError):
