@@ -89,6 +89,17 @@ def test_binding_a_pod_no_idle_pass_has_seen_yet_queues_the_job() -> None:
     assert len(controller.queue) == 1
 
 
+def test_a_resync_forgets_the_unbound_pods_it_kept() -> None:
+    k = Cluster()
+    controller = synced(k, "forgotten")
+    [pod] = k.pods("forgotten")
+    controller._on_pod("ADDED", pod)
+    controller._enqueue_all()
+    controller.queue = type(controller.queue)()
+    controller._on_pod("MODIFIED", bind(k, pod))  # not skipped: safe, only slower
+    assert len(controller.queue) == 1
+
+
 def test_a_pod_bound_and_changed_otherwise_in_one_version_queues_the_job() -> None:
     k = Cluster()
     controller = synced(k, "bound-and-running")

@@ -330,6 +330,9 @@ class JobController:
             self.queue.add(key, self.clock.wall_seconds(requeue))
 
     def _enqueue_all(self) -> None:
+        # Forgetting costs only skips; a pod deleted while a watch restarted is never seen
+        # deleted, and must not be kept for ever.
+        self._unbound.clear()
         try:
             # Read only: only each Job's key is taken.
             options = ListOptions(namespace=self.namespace, read_only=True)
