@@ -18,8 +18,6 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-import orjson
-
 from kubehpc.controllers.kueue.queuestatus import LocalQueueTally
 from kubehpc.sched.admission.build import PodUse, Promise, pod_use, promised_room, promises_of, table_of
 from kubehpc.sched.nodetable import NodeTable
@@ -68,8 +66,11 @@ def _is_true(obj: Obj, ctype: str) -> bool:
     return False
 
 
-def fingerprint(kind: str, obj: Obj) -> bytes:
-    """What admission reads of an object; a change of it is a reason to run a cycle."""
+def fingerprint(kind: str, obj: Obj) -> tuple[Any, ...]:
+    """What admission reads of an object; a change of it is a reason to run a cycle. The parts
+    themselves, not an encoding of them: they are the stored object's own, shared read only,
+    so comparing two versions that share a part (a status write shares the Workload's spec,
+    pod templates and all) is an identity check, not a walk."""
     meta = obj.get("metadata") or {}
     if kind == WORKLOAD:
         status = obj.get("status") or {}
@@ -98,7 +99,7 @@ def fingerprint(kind: str, obj: Obj) -> bytes:
         what = (spec.get("nodeName"), running, [c.get("resources") for c in spec.get("containers") or ()])
     else:  # queues, cohorts, flavors: their spec
         what = (obj.get("spec"), bool(meta.get("deletionTimestamp")))
-    return orjson.dumps(what, option=orjson.OPT_SORT_KEYS)
+    return what if isinstance(what, tuple) else (what,)
 
 
 def _holds_node_room(pod: Obj) -> bool:
@@ -111,7 +112,7 @@ def _holds_node_room(pod: Obj) -> bool:
 class AdmissionCache:
     def __init__(self) -> None:
         self.objects: dict[str, dict[str, Obj]] = {kind: {} for kind in KINDS}
-        self._prints: dict[str, dict[str, bytes]] = {kind: {} for kind in KINDS}
+        self._prints: dict[str, dict[str, tuple[Any, ...]]] = {kind: {} for kind in KINDS}
         self._assumed: dict[str, Obj | None] = {}  # workload key -> the version before assuming
         self.dirty = True
         # Nodes or bound pods changed: room on the nodes, which only a workload still waiting
@@ -179,7 +180,7 @@ class AdmissionCache:
         # Equal counts as older: the version an assumption was made on must not undo it.
         return new_rv is not None and cur_rv is not None and new_rv <= cur_rv
 
-    def _touch(self, kind: str, key: str, print_: bytes | None) -> None:
+    def _touch(self, kind: str, key: str, print_: tuple[Any, ...] | None) -> None:
         prints = self._prints[kind]
         if prints.get(key) == print_:
             return
