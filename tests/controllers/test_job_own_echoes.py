@@ -66,19 +66,24 @@ def bind(k: Cluster, pod: dict[str, Any], node: str = "node-1") -> dict[str, Any
     return k.pod(name)
 
 
+def seen_unbound(k: Cluster, name: str) -> tuple[JobController, dict[str, Any]]:
+    """A controller at rest with ``name``, having seen the echo of its pod's create."""
+    controller = synced(k, name)
+    [pod] = k.pods(name)
+    controller._on_pod("ADDED", pod)
+    return controller, pod
+
+
 def test_binding_a_pod_its_last_idle_pass_saw_unbound_queues_nothing() -> None:
     k = Cluster()
-    controller = synced(k, "bound")
-    [pod] = k.pods("bound")
-    controller._on_pod("ADDED", pod)
+    controller, pod = seen_unbound(k, "bound")
     controller._on_pod("MODIFIED", bind(k, pod))
     assert len(controller.queue) == 0
 
 
 def test_binding_a_pod_no_idle_pass_has_seen_yet_queues_the_job() -> None:
     k = Cluster()
-    controller = synced(k, "unseen")
-    [pod] = k.pods("unseen")
+    controller, pod = seen_unbound(k, "unseen")
     # A version newer than the last pass read, then its binding: neither was planned with.
     newer = k.store.patch(
         "v1", "Pod", pod["metadata"]["name"], {"metadata": {"labels": {"x": "y"}}}, PatchType.MERGE, NS
@@ -91,9 +96,7 @@ def test_binding_a_pod_no_idle_pass_has_seen_yet_queues_the_job() -> None:
 
 def test_a_resync_forgets_the_unbound_pods_it_kept() -> None:
     k = Cluster()
-    controller = synced(k, "forgotten")
-    [pod] = k.pods("forgotten")
-    controller._on_pod("ADDED", pod)
+    controller, pod = seen_unbound(k, "forgotten")
     controller._enqueue_all()
     controller.queue = type(controller.queue)()
     controller._on_pod("MODIFIED", bind(k, pod))  # not skipped: safe, only slower
@@ -102,9 +105,7 @@ def test_a_resync_forgets_the_unbound_pods_it_kept() -> None:
 
 def test_a_pod_bound_and_changed_otherwise_in_one_version_queues_the_job() -> None:
     k = Cluster()
-    controller = synced(k, "bound-and-running")
-    [pod] = k.pods("bound-and-running")
-    controller._on_pod("ADDED", pod)
+    controller, pod = seen_unbound(k, "bound-and-running")
     bound = bind(k, pod)
     controller._on_pod("MODIFIED", {**bound, "status": {**bound["status"], "phase": "Running"}})
     assert len(controller.queue) == 1
