@@ -377,6 +377,20 @@ def test_a_binding_assigns_a_pending_pod_to_a_node(store: Store) -> None:
     assert {"type": "PodScheduled", "status": "True"}.items() <= bound["status"]["conditions"][-1].items()
 
 
+def test_a_binding_leaves_the_version_before_as_it_was_and_shares_what_it_did_not_change(
+    store: Store,
+) -> None:
+    store.create(pod("p"))
+    before = store.get("v1", "Pod", "p", "default", read_only=True)
+    before_json = orjson.dumps(before)
+    store.create(binding("p", "node-1", **{"example.com/devices": "GPU-0"}))
+    after = store.get("v1", "Pod", "p", "default", read_only=True)
+    assert orjson.dumps(before) == before_json
+    assert after["spec"]["containers"] is before["spec"]["containers"]
+    assert after["spec"] is not before["spec"] and after["metadata"] is not before["metadata"]
+    assert after["metadata"]["resourceVersion"] != before["metadata"]["resourceVersion"]
+
+
 def test_binding_an_already_bound_pod_is_a_conflict(store: Store) -> None:
     store.create(pod("p", nodeName="node-1"))
     with pytest.raises(Conflict, match='already assigned to node "node-1"'):

@@ -246,8 +246,11 @@ class WritesMixin:
             rec = self._record(rt, namespace, name)
             if rec is None:
                 raise self._not_found(rt, name)
-            pod = rec.copy()
-            pmeta = pod["metadata"]
+            # The new version shares what binding leaves alone (containers, volumes, ...) with
+            # the stored one, read only as both are; only the parts it changes are copied.
+            old = rec.obj
+            pod = dict(old)
+            pmeta = pod["metadata"] = dict(old["metadata"])
             if meta.get("uid") and meta["uid"] != pmeta.get("uid"):
                 raise Conflict(
                     f'Operation cannot be fulfilled on pods/binding "{name}": Precondition failed: '
@@ -262,10 +265,10 @@ class WritesMixin:
             bound = (pod.get("spec") or {}).get("nodeName")
             if bound:
                 raise Conflict(f'pod {name} is already assigned to node "{bound}"', name=name, kind="pods")
-            pod.setdefault("spec", {})["nodeName"] = node
+            pod["spec"] = {**(old.get("spec") or {}), "nodeName": node}
             if meta.get("annotations"):
                 pmeta["annotations"] = {**(pmeta.get("annotations") or {}), **meta["annotations"]}
-            status = pod.setdefault("status", {})
+            status = pod["status"] = dict(old.get("status") or {})
             conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
             conditions.append(
                 {

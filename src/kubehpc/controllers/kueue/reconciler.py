@@ -190,7 +190,7 @@ class JobReconciler:
         wpc = workload_priority_class(job.object)
         if wpc:
             try:
-                obj = self.client.get(k.KUEUE_API_VERSION, k.WORKLOAD_PRIORITY_CLASS, wpc)
+                obj = self.client.get(k.KUEUE_API_VERSION, k.WORKLOAD_PRIORITY_CLASS, wpc, read_only=True)
             except NotFound:
                 raise ComposeError(f'workloadpriorityclasses.kueue.x-k8s.io "{wpc}" not found') from None
             return int(obj.get("value") or 0), {
