@@ -58,7 +58,7 @@ def test_a_handed_over_object_that_is_not_json_is_refused_without_using_a_resour
 ) -> None:
     before = store.resource_version
     bad = pod("a")
-    bad["metadata"]["annotations"] = {"at": dt.datetime(2026, 1, 1)}  # type: ignore[dict-item]
+    bad["metadata"]["annotations"] = {"at": dt.datetime(2026, 1, 1)}
     with pytest.raises((BadRequest, Invalid)):
         store.create(bad, HANDED_OVER)
     assert store.resource_version == before
