@@ -3,7 +3,9 @@
 controller hands over the pods it builds: ``WriteOptions.handed_over``), Events recorded through
 the EventRecorder (handed over), and status updates. In process, in batches of 200 (as the
 controllers write), SQLite-backed, with no watcher: the floor under what the control plane pays
-per workload before any watch or controller work. Prints ``name=value`` last.
+per workload before any watch or controller work. Also the resident memory one kept encoded
+Event costs, as orjson returns it and as the store keeps it (``records.encode``), each measured
+in a fresh interpreter. Prints ``name=value`` last.
 
     .venv/bin/python benchmarks/write_costs.py [--writes 6000]
 """
@@ -11,15 +13,20 @@ per workload before any watch or controller work. Prints ``name=value`` last.
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from kubehpc.api.kinds import build_registry
 from kubehpc.store.client import HANDED_OVER, READ_ONLY_RESULT
 from kubehpc.store.events import EventRecorder
+from kubehpc.store.records import encode
 from kubehpc.store.store import Store
 
 BATCH = 200
@@ -52,12 +59,61 @@ def cpu_us_each(store: Store, n: int, write: Callable[[int], object]) -> float:
     return (time.process_time() - start) / n * 1e6
 
 
+def resident_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+
+
+def kept_bytes_each(n: int, encoder: Callable[[Any], bytes]) -> float:
+    """Resident memory per encoded Event kept, ``n`` of them (growth of the process's RSS)."""
+    event = orjson.loads(EVENT)
+    before = resident_bytes()
+    kept = [encoder({**event, "count": i}) for i in range(n)]
+    grown = resident_bytes() - before
+    assert len(kept) == n
+    return grown / n
+
+
+def kept_bytes_in_fresh_process(n: int, encoder: str) -> float:
+    """:func:`kept_bytes_each` in a new interpreter, whose heap has no freed memory to reuse."""
+    out = subprocess.run(
+        [sys.executable, __file__, "--kept", encoder, "--writes", str(n)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return float(out.stdout)
+
+
+# An Event as the store keeps it (~700 bytes of JSON).
+EVENT = orjson.dumps(
+    {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": "job-0.18ee4a88d35057fe", "namespace": "default", "resourceVersion": "962"},
+        "involvedObject": {"kind": "Job", "apiVersion": "batch/v1", "name": "job-0", "namespace": "default"},
+        "reason": "CreatedWorkload",
+        "message": "Created Workload: default/job-job-0-4cce7",
+        "type": "Normal",
+        "source": {"component": "kueue-job-reconciler"},
+        "firstTimestamp": "2026-12-05T07:20:52Z",
+        "lastTimestamp": "2026-12-05T07:20:52Z",
+        "count": 1,
+    }
+)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--writes", type=int, default=6000, help="writes of each kind")
-    n = parser.parse_args().writes
+    parser.add_argument("--kept", choices=("orjson", "encode"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    n = args.writes
+    if args.kept:  # the child of kept_bytes_in_fresh_process
+        print(kept_bytes_each(n, orjson.dumps if args.kept == "orjson" else encode))
+        return
     registry = build_registry(("kubehpc.api.kinds.core",))
     with (
         tempfile.TemporaryDirectory(prefix="kubehpc-write-costs-") as tmp,
@@ -75,14 +131,21 @@ def main() -> None:
             n,
             lambda i: store.update_status({**pods[i], "status": {"phase": "Pending"}}, READ_ONLY_RESULT),
         )
+    kept_orjson = kept_bytes_in_fresh_process(n * 4, "orjson")
+    kept_encoded = kept_bytes_in_fresh_process(n * 4, "encode")
     print(f"{n} of each, batches of {BATCH}, durable, no watcher; CPU per write:")
     print(
         f"  Pod create {create_us:.0f} us (handed over {handed_us:.0f} us), "
         f"Event recorded {event_us:.0f} us, Pod status update {status_us:.0f} us"
     )
     print(
+        f"resident memory per kept Event of {len(EVENT)} JSON bytes: {kept_orjson:.0f} B as orjson "
+        f"returns it, {kept_encoded:.0f} B as the store keeps it"
+    )
+    print(
         f"pod_create_us={create_us:.0f} pod_create_handed_over_us={handed_us:.0f} event_us={event_us:.0f} "
-        f"status_update_us={status_us:.0f} writes={n}"
+        f"status_update_us={status_us:.0f} kept_event_bytes_orjson={kept_orjson:.0f} "
+        f"kept_event_bytes_encoded={kept_encoded:.0f} event_json_bytes={len(EVENT)} writes={n}"
     )
 
 

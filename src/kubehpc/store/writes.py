@@ -34,7 +34,7 @@ from kubehpc.store import strategy as st
 from kubehpc.store.admission import AdmissionHook
 from kubehpc.store.client import DeleteOptions, PatchType, WriteOptions, WriteResult
 from kubehpc.store.patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
-from kubehpc.store.records import ADDED, DELETED, MODIFIED, Change, Obj, Record
+from kubehpc.store.records import ADDED, DELETED, MODIFIED, Change, Obj, Record, encode
 
 if TYPE_CHECKING:
     from kubehpc.api.registry import Registry
@@ -134,7 +134,7 @@ class WritesMixin:
         meta = obj["metadata"]
         meta["resourceVersion"] = str(rv)
         try:
-            rec = Record(orjson.dumps(obj), None, rv) if rt.write_mostly else Record.of(obj, rv)
+            rec = Record(encode(obj), None, rv) if rt.write_mostly else Record.of(obj, rv)
         except TypeError as exc:  # a handed-over object (never copied) holding a non-JSON value
             self._rv -= 1  # nothing was written at it
             raise BadRequest(f"{rt.kind} {meta['name']!r}: not JSON-serialisable: {exc}") from None
