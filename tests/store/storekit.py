@@ -208,6 +208,19 @@ def pod(name: str, namespace: str = "default", labels: dict[str, str] | None = N
     }
 
 
+def event(name: str, namespace: str = "default") -> Obj:
+    """A pod's Scheduled Event, as the scheduler records one."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": name, "namespace": namespace},
+        "involvedObject": {"kind": "Pod", "name": "p", "namespace": namespace},
+        "reason": "Scheduled",
+        "message": "Successfully assigned default/p to node-1",
+        "type": "Normal",
+    }
+
+
 def configmap(name: str, namespace: str = "default", **data: str) -> Obj:
     return {
         "apiVersion": "v1",

@@ -11,11 +11,10 @@ from __future__ import annotations
 import gc
 import tracemalloc
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import orjson
 import pytest
-from storekit import pod
+from storekit import event, pod
 
 from kubehpc.api.kinds import build_registry
 from kubehpc.store.records import Record, encode
@@ -30,18 +29,6 @@ def store() -> Iterator[Store]:
     s = Store(build_registry(("kubehpc.api.kinds.core",)), None, memory_history=10)
     yield s
     s.close()
-
-
-def event(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {"name": name, "namespace": "default"},
-        "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
-        "reason": "Scheduled",
-        "message": "Successfully assigned default/p to node-1",
-        "type": "Normal",
-    }
 
 
 def allocated_per_call(n: int, call: Callable[[int], object]) -> float:

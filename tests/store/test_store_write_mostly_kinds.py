@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from storekit import pod
+from storekit import event, pod
 
 from kubehpc.api.kinds import build_registry
 from kubehpc.store.client import READ_ONLY_RESULT, ListOptions
@@ -20,18 +20,6 @@ def store() -> Iterator[Store]:
     s = Store(build_registry(("kubehpc.api.kinds.core",)), None)
     yield s
     s.close()
-
-
-def event(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {"name": name, "namespace": "default"},
-        "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
-        "reason": "Scheduled",
-        "message": "Successfully assigned default/p to node-1",
-        "type": "Normal",
-    }
 
 
 def stored(store: Store, resource: str, name: str) -> Any:
