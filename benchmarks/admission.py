@@ -27,6 +27,7 @@ import sys
 import time
 from typing import Any
 
+import kubehpc
 from kubehpc.sched.admission import AdmissionConfig, build, decide
 
 Obj = dict[str, Any]
@@ -217,6 +218,7 @@ def main() -> None:
     )
     figures["pending_explained_per_s"] = round(len(decisions.pending) / seconds)
     figures["peak_rss_mib"] = round(rss, 1)
+    figures["native"] = "yes" if kubehpc.NATIVE_OFF_REASON is None else "no"  # compiled (mypyc)?
     print(" ".join(f"{k}={v}" for k, v in figures.items()))
 
 

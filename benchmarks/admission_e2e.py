@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import kubehpc
 from kubehpc.cli.up import tune_gc
 from kubehpc.runtime.controlplane import ControlPlane
 from kubehpc.store.client import ListOptions
@@ -324,7 +325,8 @@ def main() -> None:
     print(
         f"workloads={args.jobs} queues={max(args.queues, 1)} bound={bound} e2e_workloads_per_s={rate:.0f} "
         f"elapsed_s={elapsed:.2f} cpu_s={cpu:.1f} cpu_ms_per_workload={1000 * cpu / per:.1f} "
-        f"writes_per_workload={writes / per:.1f} peak_rss_mb={rss_mb:.0f}"
+        f"writes_per_workload={writes / per:.1f} peak_rss_mb={rss_mb:.0f} "
+        f"native={'yes' if kubehpc.NATIVE_OFF_REASON is None else 'no'}"
     )
 
 

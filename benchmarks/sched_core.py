@@ -23,6 +23,7 @@ import resource
 import sys
 import time
 
+import kubehpc
 from kubehpc.api.devices import Device, NodeDevices, allocate_pod
 from kubehpc.sched import DeviceState, NodeInfo, NodeTable, PodSet, SchedulerConfig, Scoring, Snapshot, decide
 from kubehpc.sched.podspec import shape_of
@@ -152,6 +153,7 @@ def main() -> None:
     print(f"incremental cycle ({len(changed)} nodes changed, {counts[0]} pods): {incremental * 1000:.1f} ms")
     figures["pods_per_s"] = round(min(drains))
     figures["peak_rss_mib"] = round(peak_rss_mib(), 1)
+    figures["native"] = "yes" if kubehpc.NATIVE_OFF_REASON is None else "no"  # compiled (mypyc)?
     print(" ".join(f"{k}={v}" for k, v in figures.items()))
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,15 +30,16 @@ def shared_objects_stay_as_stored(monkeypatch: pytest.MonkeyPatch) -> Iterator[N
     """Every test checks, at its end, that no one changed an object a store shares with its
     read-only readers (``read_only`` lists, gets and watches, and the store's own indexes):
     each stored version must still serialise to the bytes it was stored as."""
-    stores: weakref.WeakSet[Store] = weakref.WeakSet()
+    # Held until the test ends (a compiled Store takes no weak references).
+    stores: list[Store] = []
     made = Store.__init__
 
     def remember(self: Store, *args: Any, **kwargs: Any) -> None:
         made(self, *args, **kwargs)
-        stores.add(self)
+        stores.append(self)
 
     monkeypatch.setattr(Store, "__init__", remember)
     yield
-    for store in list(stores):
+    for store in stores:
         changed = store.changed_shared_objects()
         assert not changed, f"shared stored objects were changed in place: {changed[:5]}"

@@ -45,4 +45,4 @@ def test_stopped_informers_end_their_threads() -> None:
         informer.start("1")
     client.release.set()
     stop_all(informers, timeout=5.0)
-    assert not any(i._thread is not None and i._thread.is_alive() for i in informers)
+    assert not any(i._worker is not None and i._worker.is_alive() for i in informers)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -206,49 +208,36 @@ def test_a_pod_bound_by_someone_else_meanwhile_is_not_bound_again(store: Store) 
     assert sched.cache.charges["default/p"].node == "b"
 
 
-def test_a_cycle_binds_its_pods_in_one_commit(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    make_node(store, "n", cpu="8")
-    for name in ("p1", "p2", "p3"):
-        make_pod(store, name)
-    sched = Scheduler(store, SchedulerOptions(record_events=True))
-    sched.sync()
-    before = store.resource_version
-    commits: list[int] = []
-    flush = store._flush
-
-    def counting_flush() -> None:
-        commits.append(len(store._pending))
-        flush()
-
-    monkeypatch.setattr(store, "_flush", counting_flush)
-    assert sched.run_cycle().bound == 3
-    assert commits == [6]  # three bindings and their three Scheduled events
-    assert store.resource_version == before + 6
+def test_a_cycle_binds_its_pods_in_one_commit(tmp_path: Path) -> None:
+    with Store(build_registry(), tmp_path / "store.db") as store:
+        make_node(store, "n", cpu="8")
+        for name in ("p1", "p2", "p3"):
+            make_pod(store, name)
+        sched = Scheduler(store, SchedulerOptions(record_events=True))
+        sched.sync()
+        before = store.resource_version
+        statements: list[str] = []
+        store._log._db.set_trace_callback(statements.append)  # type: ignore[union-attr]
+        assert sched.run_cycle().bound == 3
+        assert statements.count("COMMIT") == 1
+        assert store.resource_version == before + 6  # three bindings and their three Scheduled events
 
 
-def test_pods_whose_binding_commit_failed_wait_and_are_bound_again(
-    store: Store, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    make_node(store, "n", cpu="1")
-    make_pod(store, "p")
-    sched = Scheduler(store, SchedulerOptions(record_events=False, backoff_initial_s=0.05))
-    sched.start(run_loop=False)
-    flush = store._flush
-    failures = [RuntimeError("disk full")]
-
-    def failing_flush() -> None:
-        if failures:
-            store._rollback()
-            raise failures.pop()
-        flush()
-
-    monkeypatch.setattr(store, "_flush", failing_flush)
-    with pytest.raises(RuntimeError):
-        sched.run_cycle()
-    assert node_of(store, "p") is None
-    assert "default/p" in sched.cache.waiting  # its room is free again: the node has 1 CPU
-    run_until(sched, lambda: node_of(store, "p") == "n")
-    sched.stop()
+def test_pods_whose_binding_commit_failed_wait_and_are_bound_again(tmp_path: Path) -> None:
+    with Store(build_registry(), tmp_path / "store.db") as store:
+        make_node(store, "n", cpu="1")
+        make_pod(store, "p")
+        sched = Scheduler(store, SchedulerOptions(record_events=False, backoff_initial_s=0.05))
+        sched.start(run_loop=False)
+        db = store._log._db  # type: ignore[union-attr]
+        db.execute("PRAGMA query_only=ON")  # the next commit fails, as on a full disk
+        with pytest.raises(sqlite3.OperationalError):
+            sched.run_cycle()
+        db.execute("PRAGMA query_only=OFF")
+        assert node_of(store, "p") is None
+        assert "default/p" in sched.cache.waiting  # its room is free again: the node has 1 CPU
+        run_until(sched, lambda: node_of(store, "p") == "n")
+        sched.stop()
 
 
 def test_priority_class_decides_who_gets_the_last_room(store: Store) -> None:

@@ -5,12 +5,12 @@ already taken falls back to a generated one."""
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 
 import pytest
 
 from kubehpc.api.kinds import build_registry
-from kubehpc.controllers.scheduling import apply
 from kubehpc.controllers.scheduling.apply import record_event
 from kubehpc.store.client import ListOptions
 from kubehpc.store.store import Store
@@ -38,7 +38,7 @@ def test_a_scheduled_event_is_named_after_the_pod_and_the_time_in_nanoseconds(st
 def test_an_event_name_already_taken_falls_back_to_a_generated_name(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(apply, "event_name", lambda pod_name: f"{pod_name}.1")
+    monkeypatch.setattr(time, "time_ns", lambda: 1)  # both events get the name train-0.1
     record_event(store, POD, "Normal", "Scheduled", "first", 0.0)
     record_event(store, POD, "Normal", "Scheduled", "second", 0.0)
     names = events(store)

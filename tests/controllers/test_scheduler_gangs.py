@@ -11,6 +11,7 @@ from test_scheduler import condition, make_node, make_pod, node_of, run_until, s
 from kubehpc.api.errors import InternalError, NotFound
 from kubehpc.api.kinds import build_registry
 from kubehpc.controllers.scheduler import Scheduler, SchedulerOptions
+from kubehpc.controllers.scheduling.apply import Binder
 from kubehpc.store.client import DeleteOptions
 from kubehpc.store.store import Store
 
@@ -417,12 +418,12 @@ def test_a_level_no_topology_declares_is_held_with_the_reason(store: Store, sche
     assert node_of(store, "tas-0") is None
 
 
-class RefusingBinder:
+class RefusingBinder(Binder):
     """The scheduler's binder, except that the API refuses the named pods' bindings ``times``
     times each (as an API server that times out on etcd would)."""
 
-    def __init__(self, inner: Any, refuse: set[str], times: int = 1_000_000) -> None:
-        self.inner = inner
+    def __init__(self, inner: Binder, refuse: set[str], times: int = 1_000_000) -> None:
+        super().__init__(inner.client, inner.mode)
         self.left = dict.fromkeys(refuse, times)
 
     def bind(self, pod: Obj, node: str, devices: Any) -> None:
@@ -430,7 +431,7 @@ class RefusingBinder:
         if self.left.get(name, 0) > 0:
             self.left[name] -= 1
             raise InternalError("etcdserver: request timed out")
-        self.inner.bind(pod, node, devices)
+        super().bind(pod, node, devices)
 
 
 def running(store: Store, name: str) -> bool:
@@ -447,7 +448,7 @@ def test_a_gang_left_short_by_a_refused_binding_gives_up_its_running_pods_after_
 ) -> None:
     for n in ("n0", "n1", "n2"):
         make_node(store, n)
-    scheduler.binder = RefusingBinder(scheduler.binder, {"w2"})  # type: ignore[assignment]
+    scheduler.binder = RefusingBinder(scheduler.binder, {"w2"})
     coscheduling_group(store, "train", 3, timeout=30)
     for i in range(3):
         member(store, f"w{i}", "train")
@@ -468,7 +469,7 @@ def test_a_gang_whose_refused_member_binds_on_retry_keeps_running(
 ) -> None:
     for n in ("n0", "n1", "n2"):
         make_node(store, n)
-    scheduler.binder = RefusingBinder(scheduler.binder, {"w2"}, times=1)  # type: ignore[assignment]
+    scheduler.binder = RefusingBinder(scheduler.binder, {"w2"}, times=1)
     coscheduling_group(store, "train", 3, timeout=30)
     for i in range(3):
         member(store, f"w{i}", "train")

@@ -26,6 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from kubehpc.api.devices import allocate_pod
 from kubehpc.api.errors import ApiError, Conflict, InternalError, NotFound
 from kubehpc.controllers.scheduling.apply import (
@@ -79,6 +81,8 @@ class CycleReport:
     failed: int
 
 
+# Subclassed outside the compiled modules: cluster mode's GatedScheduler (kube/gate.py).
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Scheduler:
     def __init__(
         self,
@@ -104,7 +108,7 @@ class Scheduler:
         self._last_flush = clock()
         self._written: dict[str, str] = {}  # pod -> Unschedulable message last written
         self._stopped = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._worker: threading.Thread | None = None
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -122,14 +126,14 @@ class Scheduler:
             self._apply(Event(informer.kind, RELIST, objects=items))
             informer.start(rv)
         if run_loop:
-            self._thread = threading.Thread(target=self._run, name="scheduler", daemon=True)
-            self._thread.start()
+            self._worker = threading.Thread(target=self._run, name="scheduler", daemon=True)
+            self._worker.start()
 
     def stop(self) -> None:
         self._stopped.set()
         stop_all(self._informers)
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        if self._worker is not None:
+            self._worker.join(timeout=10)
 
     def _run(self) -> None:
         while not self._stopped.is_set():

@@ -16,7 +16,7 @@ import enum
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast
 
 Obj = dict[str, Any]
 
@@ -64,7 +64,6 @@ class ObjectList:
         return {"apiVersion": self.api_version, "kind": self.kind, "metadata": meta, "items": self.items}
 
 
-@runtime_checkable
 class Watch(Protocol):
     """A stream of events, in resourceVersion order, until ``stop()``.
 
@@ -196,7 +195,6 @@ class Client(Protocol):
         ...
 
 
-@runtime_checkable
 class BatchingClient(Protocol):
     def batch(self) -> AbstractContextManager[None]: ...
 
@@ -206,8 +204,10 @@ def write_batch(client: Client) -> AbstractContextManager[None]:
     one SQLite commit, one wake-up per watcher); each write on its own elsewhere (an API
     server). Level-triggered callers only: if the commit fails, every write of the block is
     rolled back, and the caller must look again at what is stored."""
-    if isinstance(client, BatchingClient):
-        return client.batch()
+    # Looked up, not isinstance(): a runtime Protocol check costs more than the batch saves,
+    # and mypyc (which compiles this module) makes Protocols plain classes.
+    if callable(getattr(client, "batch", None)):
+        return cast(BatchingClient, client).batch()
     return contextlib.nullcontext()
 
 

@@ -215,52 +215,18 @@ class StoreWatch:
             else:
                 yield type_, orjson.dumps(self._to_event(item).object)
 
+    # The async side lives in awatch.py: mypyc, which compiles this module, compiles no
+    # async generators.
     def __aiter__(self) -> AsyncIterator[WatchEvent]:
-        return self._aevents()
+        from kubehpc.store import awatch
 
-    async def _aevents(self) -> AsyncIterator[WatchEvent]:
-        async for item in self._aiter_items():
-            yield self._to_event(item)
+        return awatch.events(self)
 
-    async def araw_items(self) -> AsyncIterator[tuple[str, bytes]]:
+    def araw_items(self) -> AsyncIterator[tuple[str, bytes]]:
         """``raw_items`` for asyncio code."""
-        async for item in self._aiter_items():
-            type_, record, _ = item
-            if record is not None and self._raw_ok:
-                yield type_, record.raw
-            else:
-                yield type_, orjson.dumps(self._to_event(item).object)
+        from kubehpc.store import awatch
 
-    async def _aiter_items(self) -> AsyncIterator[_Item]:
-        loop = asyncio.get_running_loop()
-        ready = asyncio.Event()
-        with self._cond:
-            self._async_ready = ready
-            self._loop = loop
-        try:
-            while True:
-                ready.clear()
-                with self._cond:
-                    if self._stopped:
-                        return
-                    item = self._take()
-                if item is None:
-                    try:
-                        timeout = self._interval if self._bookmark is not None else None
-                        await asyncio.wait_for(ready.wait(), timeout)
-                        continue
-                    except TimeoutError:
-                        with self._cond:
-                            if self._stopped:
-                                return
-                            item = self._take() or self._bookmark_item()
-                        if item is None:
-                            continue
-                yield item
-        finally:
-            with self._cond:
-                self._loop = None
-                self._async_ready = None
+        return awatch.raw_items(self)
 
     def __enter__(self) -> StoreWatch:
         return self

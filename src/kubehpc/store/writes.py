@@ -102,13 +102,22 @@ class WritesMixin:
     _rng: random.Random
     _rv: int
 
-    if TYPE_CHECKING:
+    # Provided by the Store. Declared as methods, not under TYPE_CHECKING: mypyc compiles
+    # this mixin to a native class, whose method table must name them.
+    def _next_rv(self) -> int:
+        raise NotImplementedError
 
-        def _next_rv(self) -> int: ...
-        def _apply(self, change: Change) -> None: ...
-        def _record(self, rt: ResourceType, namespace: str, name: str) -> Record | None: ...
-        def _not_found(self, rt: ResourceType, name: str) -> NotFound: ...
-        def _decode(self, rt: ResourceType, version: str, raw: bytes) -> Obj: ...
+    def _apply(self, change: Change) -> None:
+        raise NotImplementedError
+
+    def _record(self, rt: ResourceType, namespace: str, name: str) -> Record | None:
+        raise NotImplementedError
+
+    def _not_found(self, rt: ResourceType, name: str) -> NotFound:
+        raise NotImplementedError
+
+    def _decode(self, rt: ResourceType, version: str, raw: bytes) -> Obj:
+        raise NotImplementedError
 
     # --- helpers -------------------------------------------------------------------------
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from kueuekit import KueueCluster, cluster_queue, flavor, local_queue, priority_class, queued_job
 
 from kubehpc.api.kinds.kueue.workload import (
@@ -20,7 +19,6 @@ from kubehpc.controllers.kueue.estimates import (
     EstimateOptions,
     stamp,
 )
-from kubehpc.sched.admission import build, decide
 from kubehpc.sched.admission.reservations import RUNTIME_ESTIMATE_ANNOTATION
 from kubehpc.store.client import PatchType
 
@@ -155,43 +153,28 @@ def test_behind_a_job_without_estimate_the_start_is_unknown() -> None:
     assert estimate_condition(k.workload("big")) is None
 
 
-def test_a_pass_with_nothing_changed_and_no_job_overrunning_recomputes_nothing(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_pass_with_nothing_changed_and_no_job_overrunning_recomputes_nothing() -> None:
     k = cluster()
     k.submit(job("running", 3, 100), job("big", 4, 50))
     estimator = EstimateLoop(k.store, clock=k.clock)
     assert estimator.refresh() == 1
-    calls: list[float] = []
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        calls.append(1)
-        return decide(*args, **kwargs)
-
-    monkeypatch.setattr("kubehpc.controllers.kueue.estimates.decide", counting)
+    computed = estimator.computed
     estimator.refresh()  # the estimator's own write changed big: one more look
     estimator.refresh()
-    assert len(calls) == 1
+    assert estimator.computed == computed + 1
     k.clock.advance(150)  # running is now past its estimated end: big's estimate moves
     estimator.refresh()
-    assert len(calls) == 2
+    assert estimator.computed == computed + 2
     assert workload_estimated_start(k.workload("big")) == stamp(k.clock.now().timestamp() + 1)
 
 
-def test_a_pass_converts_only_the_workloads_changed_since_the_last(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_pass_converts_only_the_workloads_changed_since_the_last() -> None:
     k = cluster()
     k.submit(job("running", 3, 100), job("big", 4, 50, rank=2), job("after", 2, 30, rank=1))
     estimator = EstimateLoop(k.store, clock=k.clock)
     estimator.refresh()
     estimator.refresh()  # its own writes changed the pending two: they are converted again
-    converted: list[str] = []
-    original = build.workload_of
-
-    def counting(obj: dict[str, Any], *args: Any) -> Any:
-        converted.append(obj["metadata"]["name"])
-        return original(obj, *args)
-
-    monkeypatch.setattr(build, "workload_of", counting)
+    converted = estimator.memo.converted
     name = k.workload("running")["metadata"]["name"]
     k.store.patch(
         "kueue.x-k8s.io/v1beta2",
@@ -202,7 +185,7 @@ def test_a_pass_converts_only_the_workloads_changed_since_the_last(monkeypatch: 
         "default",
     )
     estimator.refresh()
-    assert converted == [name]
+    assert estimator.memo.converted == converted + 1
 
 
 def test_a_long_pass_spaces_the_next_so_passes_keep_to_their_share_of_the_time() -> None:

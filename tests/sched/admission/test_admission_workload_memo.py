@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from admissionkit import manifests, one_queue, workload
 
 from kubehpc.sched.admission import build
@@ -24,63 +23,48 @@ def queues(text: str) -> tuple[dict[str, Any], dict[str, Any]]:
     return lqs, cqs
 
 
-@pytest.fixture
-def converted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Names of the workloads converted from their objects, in order."""
-    calls: list[str] = []
-    real = build.workload_of
-
-    def counting(obj: Obj, *args: Any) -> Any:
-        calls.append(obj["metadata"]["name"])
-        return real(obj, *args)
-
-    monkeypatch.setattr(build, "workload_of", counting)
-    return calls
-
-
-def test_unchanged_workloads_are_not_converted_again(converted: list[str]) -> None:
+def test_unchanged_workloads_are_not_converted_again() -> None:
     lqs, cqs = queues(one_queue())
     a, b = workload("a"), workload("b", created=1)
     memo = WorkloadMemo()
-    memo.workloads([a, b], lqs, cqs)
-    converted.clear()
+    first = memo.workloads([a, b], lqs, cqs)
+    assert memo.converted == 2
     again = memo.workloads([a, b], lqs, cqs)
-    assert converted == []
+    assert memo.converted == 2
     assert [w.name for w in again] == ["a", "b"]
+    assert again[0] is first[0] and again[1] is first[1]
 
 
-def test_a_new_version_of_a_workload_is_converted_again(converted: list[str]) -> None:
+def test_a_new_version_of_a_workload_is_converted_again() -> None:
     lqs, cqs = queues(one_queue())
     a, b = workload("a"), workload("b", created=1)
     memo = WorkloadMemo()
-    memo.workloads([a, b], lqs, cqs)
-    converted.clear()
+    first = memo.workloads([a, b], lqs, cqs)
     b2 = workload("b", created=1, admitted_in="cluster-queue", flavors={"cpu": "default-flavor"})
     out = memo.workloads([a, b2], lqs, cqs)
-    assert converted == ["b"]
+    assert memo.converted == 3  # a, b, then b's new version
+    assert out[0] is first[0]
     assert out[1] == build.workload_of(b2, lqs, cqs)
     assert out[1].reserved is not None
 
 
-def test_a_change_of_the_queues_converts_every_workload_again(converted: list[str]) -> None:
+def test_a_change_of_the_queues_converts_every_workload_again() -> None:
     lqs, cqs = queues(one_queue())
     a = workload("a")
     memo = WorkloadMemo()
     assert memo.workloads([a], lqs, cqs)[0].problem == ""
-    converted.clear()
     out = memo.workloads([a], {}, cqs)  # the LocalQueue was deleted
-    assert converted == ["a"]
+    assert memo.converted == 2
     assert out[0].problem == "LocalQueueNotFound"
 
 
-def test_finished_workloads_stay_out_without_being_converted_again(converted: list[str]) -> None:
+def test_finished_workloads_stay_out_without_being_converted_again() -> None:
     lqs, cqs = queues(one_queue())
     done = workload("done", finished=True)
     memo = WorkloadMemo()
     assert memo.workloads([done], lqs, cqs) == []
-    converted.clear()
     assert memo.workloads([done], lqs, cqs) == []
-    assert converted == []
+    assert memo.converted == 1
 
 
 def test_workloads_gone_from_the_objects_are_gone_from_the_snapshot() -> None:

@@ -192,7 +192,7 @@ def pod_status(pod: Obj) -> str:
         break
     if not initializing:
         has_running = False
-        for c in reversed(_list(status.get("containerStatuses"))):
+        for c in _list(status.get("containerStatuses"))[::-1]:
             state = c.get("state") or {}
             terminated, waiting = state.get("terminated"), state.get("waiting")
             if waiting and waiting.get("reason"):

@@ -19,6 +19,8 @@ import logging
 import threading
 from typing import Any, Protocol
 
+from mypy_extensions import mypyc_attr
+
 from kubehpc.api.errors import AlreadyExists, ApiError, Conflict, NotFound
 from kubehpc.controllers.job import constants as c
 from kubehpc.controllers.job import pods as P
@@ -64,6 +66,8 @@ class EventSink(Protocol):
     def __call__(self, obj: Obj, event_type: str, reason: str, message: str, /) -> object: ...
 
 
+# Subclassed outside the compiled modules: tests that stop it between writes (test_job_restart.py).
+@mypyc_attr(allow_interpreted_subclasses=True)
 class JobController:
     def __init__(
         self,

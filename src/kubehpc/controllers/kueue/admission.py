@@ -183,7 +183,7 @@ class AdmissionLoop:
         self._last_cycle_s = 0.0  # how long it took
         self._waiting = True  # the last cycle left workloads pending (or none ran yet)
         self._stopped = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._worker: threading.Thread | None = None
 
     def _new_informers(self) -> list[Informer]:
         # The cache only reads what it is sent; every write starts from a copy (``_copy``).
@@ -206,8 +206,8 @@ class AdmissionLoop:
             self._apply_event(Event(informer.kind, RELIST, objects=items))
             informer.start(rv)
         if run_loop:
-            self._thread = threading.Thread(target=self._run, name="kueue-admission", daemon=True)
-            self._thread.start()
+            self._worker = threading.Thread(target=self._run, name="kueue-admission", daemon=True)
+            self._worker.start()
 
     def run(self, stop: threading.Event) -> None:
         """Run until ``stop`` is set (the control plane's controller-loop signature). May be
@@ -228,8 +228,8 @@ class AdmissionLoop:
     def stop(self) -> None:
         self._stopped.set()
         stop_all(self._informers)
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=10)
+        if self._worker is not None and self._worker is not threading.current_thread():
+            self._worker.join(timeout=10)
 
     def _run(self) -> None:
         while not self._stopped.is_set():

@@ -94,7 +94,8 @@ class EstimateLoop:
         self._valid_until = 0.0
         # Workloads converted by earlier passes: the read-only lists hand back the store's own
         # object for a version, so a pass converts only the Workloads changed since the last.
-        self._memo = build.WorkloadMemo()
+        self.memo = build.WorkloadMemo()
+        self.computed = 0  # passes that ran the core (the others found nothing changed)
 
     def run(self, stop: threading.Event) -> None:
         """Refresh every ``period_s`` until ``stop`` is set (the control plane's loop shape)."""
@@ -138,9 +139,10 @@ class EstimateLoop:
             workloads=workloads,
             namespaces=lists[C.NAMESPACE],
             config=self.options.config,
-            memo=self._memo,
+            memo=self.memo,
         )
         decisions = decide(snapshot, now, estimate=True)
+        self.computed += 1
         ends = [
             wl.reserved_at + wl.runtime_estimate
             for wl in snapshot.workloads

@@ -14,6 +14,8 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from kubehpc.api.devices import POD_DEVICES_ANNOTATION
 from kubehpc.api.errors import AlreadyExists, ApiError, BadRequest
 from kubehpc.store.client import HANDED_OVER, Client, PatchType
@@ -53,6 +55,8 @@ def binding_object(pod: Mapping[str, Any], node: str, devices: Devices) -> Obj:
     return binding
 
 
+# Subclassed outside the compiled modules: cluster mode's PipelinedBinder (kube/binding.py).
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Binder:
     def __init__(self, client: Client, mode: BindMode = BindMode.AUTO) -> None:
         self.client = client

@@ -52,17 +52,17 @@ class Informer:
         self.events = events
         self._stopped = threading.Event()
         self._watch: Watch | None = None
-        self._thread: threading.Thread | None = None
+        self._worker: threading.Thread | None = None
 
     def list_now(self) -> tuple[tuple[Obj, ...], str]:
         listed = self.client.list(self.api_version, self.kind, replace(READ, read_only=self.read_only))
         return tuple(listed.items), listed.resource_version
 
     def start(self, resource_version: str) -> None:
-        self._thread = threading.Thread(
+        self._worker = threading.Thread(
             target=self._run, args=(resource_version,), name=f"scheduler-informer-{self.kind}", daemon=True
         )
-        self._thread.start()
+        self._worker.start()
 
     def _run(self, resource_version: str) -> None:
         rv = resource_version
@@ -110,8 +110,8 @@ class Informer:
             self._watch.stop()
 
     def _join(self, timeout: float) -> None:
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=max(0.0, timeout))
+        if self._worker is not None and self._worker is not threading.current_thread():
+            self._worker.join(timeout=max(0.0, timeout))
 
 
 def stop_all(informers: Iterable[Informer], timeout: float = 5.0) -> None:

@@ -353,6 +353,7 @@ class WorkloadMemo:
     def __init__(self) -> None:
         self._seen: dict[int, tuple[Obj, Workload | None]] = {}
         self._queues: object = None
+        self.converted = 0  # objects converted so far (the others were reused)
 
     def workloads(
         self,
@@ -368,11 +369,11 @@ class WorkloadMemo:
         for obj in objects:
             hit = previous.get(id(obj))
             # The object itself is kept in the entry, so its id cannot be reused meanwhile.
-            wl = (
-                hit[1]
-                if hit is not None and hit[0] is obj
-                else workload_of(obj, local_queues, cluster_queues)
-            )
+            if hit is not None and hit[0] is obj:
+                wl = hit[1]
+            else:
+                wl = workload_of(obj, local_queues, cluster_queues)
+                self.converted += 1
             seen[id(obj)] = (obj, wl)
             if wl is not None:
                 out.append(wl)

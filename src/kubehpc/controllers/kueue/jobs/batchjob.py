@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from kubehpc.api.errors import Conflict
 from kubehpc.controllers.kueue import constants as k
 from kubehpc.controllers.kueue.jobframework import (
@@ -43,6 +45,8 @@ def pods_count(spec: Obj) -> int:
     return min(parallelism, int(completions)) if completions is not None else parallelism
 
 
+# Subclassed outside the compiled modules: cluster mode's GatedJob (kube/gatedjob.py).
+@mypyc_attr(allow_interpreted_subclasses=True)
 class BatchJob(SpecJob):
     def _completions_follow_parallelism(self) -> bool:
         annotations = (self._obj.get("metadata") or {}).get("annotations") or {}
@@ -137,4 +141,4 @@ def new_job(obj: Obj) -> BatchJob:
     return BatchJob(obj)
 
 
-INTEGRATION = Integration(API_VERSION, KIND, new_job)
+INTEGRATION: Integration = Integration(API_VERSION, KIND, new_job)

@@ -88,4 +88,4 @@ def new_job(obj: Obj) -> MPIJobAdapter:
     return MPIJobAdapter(obj)
 
 
-INTEGRATION = Integration(API_VERSION, KIND, new_job)
+INTEGRATION: Integration = Integration(API_VERSION, KIND, new_job)

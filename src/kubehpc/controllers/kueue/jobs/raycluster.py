@@ -81,4 +81,4 @@ def new_job(obj: Obj) -> RayClusterAdapter:
     return RayClusterAdapter(obj)
 
 
-INTEGRATION = Integration(API_VERSION, KIND, new_job)
+INTEGRATION: Integration = Integration(API_VERSION, KIND, new_job)

@@ -110,4 +110,4 @@ def new_job(obj: Obj) -> RayJobAdapter:
     return RayJobAdapter(obj)
 
 
-INTEGRATION = Integration(API_VERSION, KIND, new_job)
+INTEGRATION: Integration = Integration(API_VERSION, KIND, new_job)
