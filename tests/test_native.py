@@ -90,13 +90,20 @@ SELECT_THEN_IMPORT = (
 )
 
 
+def select_then_import(tmp_path: Path, mode: str) -> list[str]:
+    """What ``_native.select`` said, then where ``pkgx.mod`` was loaded from, in a fresh
+    interpreter (``mode`` as Python source)."""
+    code = SELECT_THEN_IMPORT.replace("MODE", mode)
+    done = load_in_subprocess(tmp_path, code, PYTHONPATH=f"{tmp_path}:{_src()}")
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
 def test_a_stale_build_is_never_imported_its_sources_are(tmp_path: Path) -> None:
     fake_build(tmp_path)
     (tmp_path / "pkgx" / "mod.py").write_text("WHERE = 'edited source'\n")
-    code = SELECT_THEN_IMPORT.replace("MODE", "None")
-    done = load_in_subprocess(tmp_path, code, PYTHONPATH=f"{tmp_path}:{_src()}")
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["pkgx/mod.py changed since it was compiled", "edited source"]
+    said = select_then_import(tmp_path, "None")
+    assert said == ["pkgx/mod.py changed since it was compiled", "edited source"]
 
 
 def test_without_the_guard_python_prefers_the_extension_module(tmp_path: Path) -> None:
@@ -109,10 +116,7 @@ def test_without_the_guard_python_prefers_the_extension_module(tmp_path: Path) -
 
 def test_native_off_loads_sources_even_when_the_build_is_current(tmp_path: Path) -> None:
     fake_build(tmp_path)
-    code = SELECT_THEN_IMPORT.replace("MODE", "'off'")
-    done = load_in_subprocess(tmp_path, code, PYTHONPATH=f"{tmp_path}:{_src()}")
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["KUBEHPC_NATIVE=off", "source"]
+    assert select_then_import(tmp_path, "'off'") == ["KUBEHPC_NATIVE=off", "source"]
 
 
 def test_native_require_refuses_a_stale_build(tmp_path: Path) -> None:
