@@ -113,14 +113,23 @@ class WriteOptions:
     ``update_status`` hands over its ``status`` alone: the rest is only read). The embedded
     store then works on it and keeps it instead of first copying it (the copy costs as much
     as encoding it does). It must hold JSON values only. Over HTTP it changes nothing."""
+    best_effort: bool = False
+    """The write need not be durable when the call returns: the embedded store applies it at
+    once (reads see it) and commits it with the next write's transaction, or on its own within
+    ``store.BEST_EFFORT_COMMIT_S``; watches see it once committed. A crash in between loses
+    it. For what Kubernetes records best effort: Events (client-go's recorder writes them
+    asynchronously and drops them under load). Over HTTP it changes nothing."""
 
 
 READ_ONLY_RESULT = WriteOptions(read_only=True)
 """Options of a write whose caller at most reads what it returns (most controllers' writes)."""
 
 HANDED_OVER = WriteOptions(read_only=True, handed_over=True)
-"""Options of a write of an object built for it (an Event, a pod from its template, a fresh
-status) whose caller at most reads what the write returns."""
+"""Options of a write of an object built for it (a pod from its template, a fresh status)
+whose caller at most reads what the write returns."""
+
+EVENT_WRITE = WriteOptions(read_only=True, handed_over=True, best_effort=True)
+"""Options of an Event's creation by a recorder: built for the write, best effort."""
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kubehpc.api.errors import AlreadyExists, ApiError, NotFound
-from kubehpc.store.client import HANDED_OVER, READ_ONLY_RESULT, Client, PatchType
+from kubehpc.store.client import EVENT_WRITE, Client, PatchType, WriteOptions
 from kubehpc.store.strategy import rfc3339
 
 Obj = dict[str, Any]
@@ -24,6 +24,8 @@ log = logging.getLogger(__name__)
 NORMAL = "Normal"
 WARNING = "Warning"
 _CACHE_SIZE = 4096
+# As client-go's recorder, best effort: a controller never waits for its Events to be durable.
+_EVENT_PATCH = WriteOptions(read_only=True, best_effort=True)
 
 
 def _involved(obj: Obj) -> Obj:
@@ -80,7 +82,7 @@ class EventRecorder:
                         {"count": count + 1, "lastTimestamp": now},
                         PatchType.MERGE,
                         namespace=ns,
-                        options=READ_ONLY_RESULT,
+                        options=_EVENT_PATCH,
                     )
                     self._remember(key, name, ns, count + 1)
                     return out
@@ -91,12 +93,12 @@ class EventRecorder:
             name_field = {"name": event_name(ref["name"])}
             try:
                 out = self.client.create(
-                    self._event(ref, name_field, type_, reason, message, now), HANDED_OVER
+                    self._event(ref, name_field, type_, reason, message, now), EVENT_WRITE
                 )
             except AlreadyExists:  # two events of one object in one nanosecond
                 name_field = {"generateName": f"{ref['name']}."}
                 out = self.client.create(
-                    self._event(ref, name_field, type_, reason, message, now), HANDED_OVER
+                    self._event(ref, name_field, type_, reason, message, now), EVENT_WRITE
                 )
             self._remember(key, out["metadata"]["name"], namespace, 1)
             return out

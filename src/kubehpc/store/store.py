@@ -3,7 +3,9 @@
 Reads (get, list, watch) are served from memory and never touch SQLite; every write is
 applied to memory, committed to SQLite (one transaction per call, or per ``batch()``), and
 only then published to watches and returned. See :mod:`kubehpc.store.sqlite` for what the
-commit guarantees.
+commit guarantees. A best-effort write (an Event; ``WriteOptions.best_effort``) returns once
+applied and rides along in the next commit: a transaction costs about as much as the write
+itself, and Kubernetes records Events best effort anyway.
 
 Objects are kept in their kind's storage version and converted to the requested version on
 the way out. Callers always get independent copies (decoded from the stored JSON bytes);
@@ -15,6 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import logging
 import random
 import threading
 import time
@@ -36,11 +39,16 @@ from kubehpc.store.sqlite import SqliteLog
 from kubehpc.store.watch import StoreWatch, WatchFilter
 from kubehpc.store.writes import WritesMixin
 
+log = logging.getLogger(__name__)
+
 DEFAULT_MEMORY_HISTORY = 20_000
 DEFAULT_DURABLE_HISTORY = 200_000
 DEFAULT_BOOKMARK_INTERVAL_S = 2.0
 DEFAULT_MAX_WATCH_QUEUE = 100_000  # undelivered events before a watch is cut off
 EXPIRE_CHUNK = 1_000  # expired objects deleted per commit (the lock is let go in between)
+# How long a best-effort write (``WriteOptions.best_effort``) waits at most for another write's
+# commit to carry it before the store commits it on its own.
+BEST_EFFORT_COMMIT_S = 0.05
 
 
 class Store(WritesMixin):
@@ -86,6 +94,12 @@ class Store(WritesMixin):
         self._durable_floor = 0  # every change above this rv is in the SQLite log
         self._pending: list[Change] = []
         self._batch_depth = 0
+        # Best-effort writes waiting in ``_pending`` for a commit: the flusher thread (started
+        # on the first of them) commits them when no other write has within
+        # BEST_EFFORT_COMMIT_S.
+        self._flush_due = threading.Condition(self._lock)
+        self._flush_scheduled = False
+        self._flusher: threading.Thread | None = None
         self._watchers: dict[str, set[StoreWatch]] = {rt.key: set() for rt in registry}
         self._bookmark_interval = bookmark_interval
         self._max_watch_queue = max_watch_queue
@@ -117,7 +131,10 @@ class Store(WritesMixin):
         with self._lock:
             if self._closed:
                 return
+            if self._batch_depth == 0:
+                self._flush()  # best-effort writes still waiting
             self._closed = True
+            self._flush_due.notify_all()
             watchers = [w for ws in self._watchers.values() for w in ws]
         for w in watchers:
             w.stop()
@@ -144,17 +161,73 @@ class Store(WritesMixin):
         to watches only when the block exits; an exception inside rolls all of them back.
         """
         with self._lock:
+            # Best-effort writes already waiting are committed with the batch, not undone
+            # with it.
+            mark = len(self._pending)
             self._batch_depth += 1
             try:
                 yield
             except BaseException:
                 self._batch_depth -= 1
                 if self._batch_depth == 0:
-                    self._rollback()
+                    self._rollback(mark)
                 raise
             self._batch_depth -= 1
             if self._batch_depth == 0:
                 self._flush()
+
+    def _commit_later(self) -> contextlib.AbstractContextManager[None]:
+        """Apply the writes inside at once but let the next commit carry them (see
+        ``WriteOptions.best_effort``): another write's, a batch's, or the flusher's."""
+        return self._committing_later()
+
+    # Not _commit_later itself: mypyc cannot compile a decorated override of the mixin's method.
+    @contextlib.contextmanager
+    def _committing_later(self) -> Iterator[None]:
+        with self._lock:
+            if self._batch_depth:  # the enclosing batch commits them
+                yield
+                return
+            mark = len(self._pending)
+            self._batch_depth += 1
+            try:
+                yield
+            except BaseException:
+                self._batch_depth -= 1
+                self._rollback(mark)
+                raise
+            self._batch_depth -= 1
+            if len(self._pending) > mark and not self._flush_scheduled:
+                self._flush_scheduled = True
+                if self._flusher is None:
+                    self._flusher = threading.Thread(
+                        target=self._flush_best_effort, name="store-flusher", daemon=True
+                    )
+                    self._flusher.start()
+                self._flush_due.notify()
+
+    def _flush_best_effort(self) -> None:
+        """The flusher: commits best-effort writes no other commit carried within
+        BEST_EFFORT_COMMIT_S of being scheduled."""
+        with self._lock:
+            while not self._closed:
+                if not self._flush_scheduled:
+                    self._flush_due.wait()
+                    continue
+                self._flush_due.wait(BEST_EFFORT_COMMIT_S)
+                self._flush_scheduled = False
+                if self._closed:
+                    return
+                try:
+                    self._flush()
+                except Exception:  # the failed writes are rolled back; they were best effort
+                    log.warning("committing best-effort writes failed", exc_info=True)
+
+    def _flush_best_effort_now(self) -> None:
+        """Commit waiting best-effort writes before what follows exposes the current
+        resourceVersion to a watch (called with the lock held)."""
+        if self._batch_depth == 0 and self._pending:
+            self._flush()
 
     def expire(self) -> int:
         """Delete every object whose time to live has passed since its last write, as etcd
@@ -200,8 +273,10 @@ class Store(WritesMixin):
         if self._batch_depth == 0:
             self._flush()
 
-    def _rollback(self) -> None:
-        for change in reversed(self._pending):
+    def _rollback(self, since: int = 0) -> None:
+        """Undo the pending changes from index ``since`` on."""
+        undone = self._pending[since:]
+        for change in reversed(undone):
             by_name = self._objects[change.resource].setdefault(change.namespace, {})
             self._index(change.resource, change.namespace, change.name, by_name.get(change.name), change.prev)
             if change.prev is None:
@@ -214,9 +289,9 @@ class Store(WritesMixin):
                     self._deadlines.deleted(change.resource, change.namespace, change.name)
                 else:
                     self._deadlines.written(change.resource, change.namespace, change.name)
-        if self._pending:
-            self._rv = self._pending[0].rv - 1
-        self._pending = []
+        if undone:
+            self._rv = undone[0].rv - 1
+        del self._pending[since:]
 
     def _index(
         self, resource: str, namespace: str, name: str, old: Record | None, new: Record | None
@@ -495,6 +570,9 @@ class Store(WritesMixin):
             shared=options.read_only and version == rt.storage_version,
         )
         with self._lock:
+            # Otherwise a waiting best-effort write would reach this watch twice: as what
+            # exists now and again when committed.
+            self._flush_best_effort_now()
             if start == 0:
                 # Synthetic ADDED events for what exists now, then changes from here on.
                 for ns in sorted(self._objects[rt.key]):

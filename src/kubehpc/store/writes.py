@@ -12,6 +12,7 @@ import random
 import threading
 import time
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -119,6 +120,9 @@ class WritesMixin:
     def _decode(self, rt: ResourceType, version: str, raw: bytes) -> Obj:
         raise NotImplementedError
 
+    def _commit_later(self) -> AbstractContextManager[None]:
+        raise NotImplementedError
+
     # --- helpers -------------------------------------------------------------------------
 
     def _resolve(self, obj: Obj) -> tuple[ResourceType, VersionSpec]:
@@ -194,6 +198,12 @@ class WritesMixin:
     def create_result(self, obj: Obj, options: WriteOptions | None = None) -> WriteResult:
         """``create`` plus the validation warnings (``Warning:`` headers over HTTP)."""
         options = options or WriteOptions()
+        if options.best_effort:
+            with self._commit_later():
+                return self._create(obj, options)
+        return self._create(obj, options)
+
+    def _create(self, obj: Obj, options: WriteOptions) -> WriteResult:
         obj = _own(obj, "create", options)
         if obj.get("kind") == "Binding" and obj.get("apiVersion") == "v1":
             return WriteResult(self._bind(obj, options))
@@ -481,6 +491,24 @@ class WritesMixin:
         namespace: str | None = None,
         subresource: str = "",
         options: WriteOptions | None = None,
+    ) -> WriteResult:
+        if options is not None and options.best_effort:
+            with self._commit_later():
+                return self._patch(
+                    api_version, kind, name, patch, patch_type, namespace, subresource, options
+                )
+        return self._patch(api_version, kind, name, patch, patch_type, namespace, subresource, options)
+
+    def _patch(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        patch: Any,
+        patch_type: PatchType,
+        namespace: str | None,
+        subresource: str,
+        options: WriteOptions | None,
     ) -> WriteResult:
         rt, vs = self.registry.for_kind(api_version, kind)
         if isinstance(patch, bytes | str):

@@ -18,7 +18,7 @@ from mypy_extensions import mypyc_attr
 
 from kubehpc.api.devices import POD_DEVICES_ANNOTATION
 from kubehpc.api.errors import AlreadyExists, ApiError, BadRequest
-from kubehpc.store.client import HANDED_OVER, Client, PatchType
+from kubehpc.store.client import EVENT_WRITE, Client, PatchType
 from kubehpc.store.events import event_name
 from kubehpc.store.strategy import rfc3339
 
@@ -173,9 +173,9 @@ def record_event(
     try:
         try:
             # Named as client-go's recorder names events (no server-side search for a free name).
-            client.create(event({"name": event_name(str(meta.get("name") or ""))}), HANDED_OVER)
+            client.create(event({"name": event_name(str(meta.get("name") or ""))}), EVENT_WRITE)
         except AlreadyExists:  # two events of one pod in one nanosecond
-            client.create(event({"generateName": f"{meta.get('name')}."}), HANDED_OVER)
+            client.create(event({"generateName": f"{meta.get('name')}."}), EVENT_WRITE)
     except ApiError as err:  # an event is a courtesy; losing one must not stop scheduling
         if on_error is not None:
             on_error(err)
