@@ -48,6 +48,9 @@ class KindRef:
     kind: str
     namespaced: bool
 
+    def __hash__(self) -> int:  # written out, so mypyc compiles it: the collector hashes one per event
+        return hash((self.api_version, self.kind, self.namespaced))
+
 
 def kinds_of(registry: Registry) -> list[KindRef]:
     """Every kind of a registry, addressed in its preferred version."""

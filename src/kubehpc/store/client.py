@@ -38,12 +38,19 @@ class Propagation(enum.StrEnum):
     FOREGROUND = "Foreground"
 
 
-@dataclass(frozen=True)
+@dataclass
 class WatchEvent:
-    """One watch event: ``type`` is ADDED, MODIFIED, DELETED, BOOKMARK or ERROR."""
+    """One watch event: ``type`` is ADDED, MODIFIED, DELETED, BOOKMARK or ERROR. Treat it as
+    immutable."""
 
     type: str
     object: Obj
+
+    # Written out: a watch makes one per delivered change, and mypyc compiles this one to a
+    # native constructor where a generated (frozen) one costs eight times as much.
+    def __init__(self, type: str, object: Obj) -> None:
+        self.type = type
+        self.object = object
 
 
 @dataclass
@@ -54,6 +61,23 @@ class ObjectList:
     remaining_item_count: int | None = None
     api_version: str = "v1"
     kind: str = "List"
+
+    def __init__(
+        self,
+        items: list[Obj],
+        resource_version: str,
+        continue_token: str = "",
+        remaining_item_count: int | None = None,
+        api_version: str = "v1",
+        kind: str = "List",
+    ) -> None:
+        # Written out: controllers list on every reconcile (see WatchEvent).
+        self.items = items
+        self.resource_version = resource_version
+        self.continue_token = continue_token
+        self.remaining_item_count = remaining_item_count
+        self.api_version = api_version
+        self.kind = kind
 
     def to_dict(self) -> Obj:
         meta: Obj = {"resourceVersion": self.resource_version}
@@ -147,6 +171,11 @@ class WriteResult:
 
     object: Obj
     warnings: list[str] = field(default_factory=list)
+
+    def __init__(self, object: Obj, warnings: list[str] | None = None) -> None:
+        # Written out: every write returns one (see WatchEvent).
+        self.object = object
+        self.warnings = [] if warnings is None else warnings
 
 
 class Client(Protocol):

@@ -264,8 +264,10 @@ def _unescape_split(selector: str, text: str, sep: str) -> list[str]:
     return out
 
 
+@functools.lru_cache(maxsize=1024)
 def parse_field_selector(selector: str) -> FieldSelector:
-    """Parse ``path=value``, ``path==value`` and ``path!=value`` terms joined by commas."""
+    """Parse ``path=value``, ``path==value`` and ``path!=value`` terms joined by commas.
+    Cached, as label selectors are: every list and watch parses one, most often the empty one."""
     if not selector.strip():
         return FieldSelector()
     reqs: list[FieldRequirement] = []
