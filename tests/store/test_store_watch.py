@@ -287,3 +287,24 @@ def test_a_batch_reaches_each_watch_whole_and_in_order(registry: Registry) -> No
     assert summary(take(w, 3)) == [("ADDED", "c0"), ("ADDED", "c1"), ("ADDED", "c2")]
     w.stop()
     store.close()
+
+
+def test_a_new_iterator_over_a_watch_goes_on_where_the_last_one_stopped(store: Store) -> None:
+    watch = store.watch("v1", "ConfigMap", ListOptions(resource_version=str(store.resource_version)))
+    with store.batch():  # one commit: the watch takes all three at once
+        for name in ("a", "b", "c"):
+            store.create(configmap(name))
+    seen = [next(iter(watch)).object["metadata"]["name"] for _ in range(3)]
+    watch.stop()
+    assert seen == ["a", "b", "c"]
+
+
+def test_a_stopped_watch_yields_nothing_more_of_what_it_had_taken(store: Store) -> None:
+    watch = store.watch("v1", "ConfigMap", ListOptions(resource_version=str(store.resource_version)))
+    with store.batch():
+        for name in ("a", "b", "c"):
+            store.create(configmap(name))
+    events = iter(watch)
+    assert next(events).object["metadata"]["name"] == "a"
+    watch.stop()
+    assert list(events) == []

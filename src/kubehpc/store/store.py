@@ -153,58 +153,30 @@ class Store(WritesMixin):
         """The latest resourceVersion handed out."""
         return self._rv
 
-    @contextlib.contextmanager
-    def batch(self) -> Iterator[None]:
+    def batch(self) -> contextlib.AbstractContextManager[None]:
         """Commit every write inside the block in one transaction, at its end.
 
         Writes inside are visible to reads at once, but acknowledged (durable) and published
         to watches only when the block exits; an exception inside rolls all of them back.
         """
-        with self._lock:
-            # Best-effort writes already waiting are committed with the batch, not undone
-            # with it.
-            mark = len(self._pending)
-            self._batch_depth += 1
-            try:
-                yield
-            except BaseException:
-                self._batch_depth -= 1
-                if self._batch_depth == 0:
-                    self._rollback(mark)
-                raise
-            self._batch_depth -= 1
-            if self._batch_depth == 0:
-                self._flush()
+        return _WriteBlock(self, later=False)
 
     def _commit_later(self) -> contextlib.AbstractContextManager[None]:
         """Apply the writes inside at once but let the next commit carry them (see
         ``WriteOptions.best_effort``): another write's, a batch's, or the flusher's."""
-        return self._committing_later()
+        return _WriteBlock(self, later=True)
 
-    # Not _commit_later itself: mypyc cannot compile a decorated override of the mixin's method.
-    @contextlib.contextmanager
-    def _committing_later(self) -> Iterator[None]:
-        with self._lock:
-            if self._batch_depth:  # the enclosing batch commits them
-                yield
-                return
-            mark = len(self._pending)
-            self._batch_depth += 1
-            try:
-                yield
-            except BaseException:
-                self._batch_depth -= 1
-                self._rollback(mark)
-                raise
-            self._batch_depth -= 1
-            if len(self._pending) > mark and not self._flush_scheduled:
-                self._flush_scheduled = True
-                if self._flusher is None:
-                    self._flusher = threading.Thread(
-                        target=self._flush_best_effort, name="store-flusher", daemon=True
-                    )
-                    self._flusher.start()
-                self._flush_due.notify()
+    def _schedule_flush(self, mark: int) -> None:
+        """Have the flusher commit the best-effort writes after ``mark`` in ``_pending`` unless
+        another commit carries them first (called with the lock held)."""
+        if len(self._pending) > mark and not self._flush_scheduled:
+            self._flush_scheduled = True
+            if self._flusher is None:
+                self._flusher = threading.Thread(
+                    target=self._flush_best_effort, name="store-flusher", daemon=True
+                )
+                self._flusher.start()
+            self._flush_due.notify()
 
     def _flush_best_effort(self) -> None:
         """The flusher: commits best-effort writes no other commit carried within
@@ -604,6 +576,44 @@ class Store(WritesMixin):
         with self._lock:
             for ws in self._watchers.values():
                 ws.discard(w)
+
+
+class _WriteBlock:
+    """A ``with`` block of writes holding the store's lock: a batch (``later=False``: one
+    commit at its end) or best-effort writes (``later=True``: the next commit carries them).
+    Writes already pending when it starts (best-effort ones) are never undone with it. A class,
+    not a generator: mypyc compiles it, where contextlib's wrapper would run interpreted around
+    every controller's batch and every Event."""
+
+    def __init__(self, store: Store, later: bool) -> None:
+        self.store = store
+        self.later = later
+        self.mark = -1  # where its writes begin in _pending; -1: an enclosing batch owns them
+
+    def __enter__(self) -> None:
+        store = self.store
+        store._lock.acquire()
+        if self.later and store._batch_depth:
+            return  # inside a batch, which commits them
+        self.mark = len(store._pending)
+        store._batch_depth += 1
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        store = self.store
+        try:
+            if self.mark < 0:
+                return
+            store._batch_depth -= 1
+            if store._batch_depth:
+                return  # a nested batch: the outermost commits (or rolls back) everything
+            if exc_type is not None:
+                store._rollback(self.mark)
+            elif self.later:
+                store._schedule_flush(self.mark)
+            else:
+                store._flush()
+        finally:
+            store._lock.release()
 
 
 def _parse_rv(value: str) -> int:

@@ -89,9 +89,14 @@ class StoreWatch:
         self._interval = bookmark_interval
         self._on_stop = on_stop
         self._items: deque[_Item] = deque()
+        # Items the consumer took from _items in one go and has not yielded yet (its side only).
+        self._taken: deque[_Item] = deque()
         self._cond = threading.Condition(threading.Lock())
         self._progress = 0
         self._stopped = False
+        # Whether the consumer thread waits on _cond: a producer only notifies then (a
+        # Condition's notify is interpreted Python, and most puts find the consumer busy).
+        self._waiting = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._async_ready: asyncio.Event | None = None
         self._wake_pending = False
@@ -132,7 +137,8 @@ class StoreWatch:
                 self._cond.notify_all()
             elif items:
                 self._items.extend(items)
-                self._cond.notify()
+                if self._waiting:
+                    self._cond.notify()
             self._progress = progress
         if items:
             self._wake_async()
@@ -168,7 +174,9 @@ class StoreWatch:
         return self._stopped
 
     def _take(self) -> _Item | None:
-        """Next item without waiting; a bookmark item when idle and bookmarks are on."""
+        """Next item without waiting (called with ``_cond`` held)."""
+        if self._taken:
+            return self._taken.popleft()
         if self._items:
             return self._items.popleft()
         return None
@@ -189,17 +197,28 @@ class StoreWatch:
 
     def _iter_items(self) -> Iterator[_Item]:
         while True:
+            taken = self._taken
+            while taken:
+                if self._stopped:  # stop() from another thread ends the stream at once
+                    return
+                yield taken.popleft()
+            bookmark = None
             with self._cond:
-                item = None if self._stopped else self._take()
-                if item is None and not self._stopped:
+                if not self._items and not self._stopped:
+                    self._waiting = True
                     self._cond.wait(self._interval if self._bookmark is not None else None)
-                    item = None if self._stopped else self._take()
-                    if item is None and not self._stopped:
-                        item = self._bookmark_item()
+                    self._waiting = False
                 if self._stopped:
                     return
-            if item is not None:
-                yield item
+                if self._items:
+                    # Everything queued at once, under one hold of the lock: a commit hands a
+                    # watch its changes together. They wait in _taken, not in this generator,
+                    # so a new iterator over the watch goes on where this one stopped.
+                    self._taken, self._items = self._items, self._taken
+                else:
+                    bookmark = self._bookmark_item()
+            if bookmark is not None:
+                yield bookmark
 
     def __iter__(self) -> Iterator[WatchEvent]:
         for item in self._iter_items():
