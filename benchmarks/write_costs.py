@@ -1,6 +1,7 @@
 """CPU per durable write, by the kinds of write one queued Job makes end to end
 (``benchmarks/admission_e2e.py``): Pod creates (copied by the store, and handed over as the Job
-controller hands over the pods it builds: ``WriteOptions.handed_over``), Events recorded through
+controller hands over the pods it builds: ``WriteOptions.handed_over``), Workload creates (each
+with a pod template of its own, as the job reconciler makes them), Events recorded through
 the EventRecorder (handed over), and status updates. In process, in batches of 200 (as the
 controllers write), SQLite-backed, with no watcher: the floor under what the control plane pays
 per workload before any watch or controller work. Also the resident memory one kept encoded
@@ -47,6 +48,23 @@ def pod(i: int, prefix: str = "pod") -> dict[str, Any]:
                     "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
                 }
             ],
+        },
+    }
+
+
+def workload(i: int) -> dict[str, Any]:
+    """A Workload as the job reconciler creates one for Job ``i``: the Job's pod template,
+    labelled with the Job's name, so that no two are alike."""
+    labels = {"job-name": f"job-{i}", "batch.kubernetes.io/job-name": f"job-{i}"}
+    template = {"metadata": {"labels": labels}, "spec": pod(i)["spec"]}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": f"job-job-{i}", "namespace": "default"},
+        "spec": {
+            "queueName": "lq",
+            "priority": 100,
+            "podSets": [{"name": "main", "count": 1, "template": template}],
         },
     }
 
@@ -115,13 +133,14 @@ def main() -> None:
     if args.kept:  # the child of kept_bytes_in_fresh_process
         print(kept_bytes_each(n, orjson.dumps if args.kept == "orjson" else encode))
         return
-    registry = build_registry(("kubehpc.api.kinds.core",))
+    registry = build_registry(("kubehpc.api.kinds.core", "kubehpc.api.kinds.kueue"))
     with (
         tempfile.TemporaryDirectory(prefix="kubehpc-write-costs-") as tmp,
         Store(registry, Path(tmp) / "s.db") as store,
     ):
         create_us = cpu_us_each(store, n, lambda i: store.create(pod(i), READ_ONLY_RESULT))
         handed_us = cpu_us_each(store, n, lambda i: store.create(pod(i, "handed"), HANDED_OVER))
+        workload_us = cpu_us_each(store, n, lambda i: store.create(workload(i), HANDED_OVER))
         pods = [store.get("v1", "Pod", f"pod-{i}", "default", read_only=True) for i in range(n)]
         recorder = EventRecorder(store, "write-costs")
         event_us = cpu_us_each(
@@ -137,14 +156,16 @@ def main() -> None:
     print(f"{n} of each, batches of {BATCH}, durable, no watcher; CPU per write:")
     print(
         f"  Pod create {create_us:.0f} us (handed over {handed_us:.0f} us), "
-        f"Event recorded {event_us:.0f} us, Pod status update {status_us:.0f} us"
+        f"Workload create {workload_us:.0f} us, Event recorded {event_us:.0f} us, "
+        f"Pod status update {status_us:.0f} us"
     )
     print(
         f"resident memory per kept Event of {len(EVENT)} JSON bytes: {kept_orjson:.0f} B as orjson "
         f"returns it, {kept_encoded:.0f} B as the store keeps it"
     )
     print(
-        f"pod_create_us={create_us:.0f} pod_create_handed_over_us={handed_us:.0f} event_us={event_us:.0f} "
+        f"pod_create_us={create_us:.0f} pod_create_handed_over_us={handed_us:.0f} "
+        f"workload_create_us={workload_us:.0f} event_us={event_us:.0f} "
         f"status_update_us={status_us:.0f} kept_event_bytes_orjson={kept_orjson:.0f} "
         f"kept_event_bytes_encoded={kept_encoded:.0f} event_json_bytes={len(EVENT)} writes={n}"
     )

@@ -460,30 +460,67 @@ def _can_embed(tp: Any) -> bool:
 
 
 def _walk_embedded(tp: Any, value: Any, path: str, mode: FieldValidation, out: Collector) -> None:
-    tp = _unwrap(tp)
-    if not _can_embed(tp):
+    step = _walk_step(tp)
+    if step is None:
         return
-    if isinstance(tp, type) and issubclass(tp, BaseModel):
+    if isinstance(step, dict):
         if not isinstance(value, dict):
             return
         for key, child in value.items():
-            info = _field_by_key(tp, key)
-            if info is None:
-                continue
+            field = step.get(key)
+            if field is None:
+                continue  # not a field, or none that can hold an embedded definition
+            definition, child_tp = field
             child_path = f"{path}.{key}" if path else key
-            definition = _embedded_of(info)
             if definition is not None:
                 validate_definition(definition, child, child_path, mode, out)
             else:
-                _walk_embedded(info.annotation, child, child_path, mode, out)
-    elif typing.get_origin(tp) is list and isinstance(value, list):
-        (item,) = typing.get_args(tp)
-        for i, child in enumerate(value):
-            _walk_embedded(item, child, f"{path}[{i}]", mode, out)
-    elif typing.get_origin(tp) is dict and isinstance(value, dict):
-        item = typing.get_args(tp)[1]
+                _walk_embedded(child_tp, child, child_path, mode, out)
+    elif step[0] == "list":
+        if isinstance(value, list):
+            for i, child in enumerate(value):
+                _walk_embedded(step[1], child, f"{path}[{i}]", mode, out)
+    elif isinstance(value, dict):
         for key, child in value.items():
-            _walk_embedded(item, child, f"{path}[{key}]", mode, out)
+            _walk_embedded(step[1], child, f"{path}[{key}]", mode, out)
+
+
+# What _walk_embedded does with a value of a type, decided once per type: None (nothing
+# embedded can be under it), for a model {key: (embedded definition or None, field type)} over
+# the fields that can hold one, for a list or a dict ("list" | "dict", item type). The walk ran
+# per Workload create, and working this out from the type every time cost four fifths of the
+# validation of a Workload whose pod template had not been seen yet (docs/performance.md).
+_WalkStep = dict[str, tuple[str | None, Any]] | tuple[str, Any] | None
+# Keyed by the type's id, the type kept in the entry (so its id is never reused meanwhile):
+# hashing a typing generic such as list[PodSet] runs Python code, and some cannot be hashed.
+_WALK_STEPS: dict[int, tuple[Any, _WalkStep]] = {}
+
+
+def _walk_step(tp: Any) -> _WalkStep:
+    known = _WALK_STEPS.get(id(tp))
+    if known is not None:
+        return known[1]
+    step = _plan_step(tp)
+    _WALK_STEPS[id(tp)] = (tp, step)
+    return step
+
+
+def _plan_step(tp: Any) -> _WalkStep:
+    tp = _unwrap(tp)
+    if not _can_embed(tp):
+        return None
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        fields: dict[str, tuple[str | None, Any]] = {}
+        for name, info in tp.model_fields.items():
+            definition = _embedded_of(info)
+            if definition is not None or _can_embed(info.annotation):
+                fields[info.alias or name] = (definition, info.annotation)
+        return fields
+    if typing.get_origin(tp) is list:
+        return ("list", typing.get_args(tp)[0])
+    if typing.get_origin(tp) is dict:
+        return ("dict", typing.get_args(tp)[1])
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
