@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from storekit import configmap, pod
@@ -308,3 +311,66 @@ def test_a_stopped_watch_yields_nothing_more_of_what_it_had_taken(store: Store) 
     assert next(events).object["metadata"]["name"] == "a"
     watch.stop()
     assert list(events) == []
+
+
+def test_every_change_arrives_in_order_while_waits_time_out_for_bookmarks(registry: Registry) -> None:
+    # Waits of a millisecond time out as changes arrive, so a producer often rings just as the
+    # consumer gives up waiting: the consumer must neither lose that change nor leave the
+    # producer ringing a bell no one holds.
+    store = Store(registry, None, bookmark_interval=0.001)
+    watch = store.watch(
+        "v1", "ConfigMap", ListOptions(resource_version=str(store.resource_version)), allow_bookmarks=True
+    )
+    names = [f"c{i}" for i in range(2000)]
+
+    def produce() -> None:
+        for i, name in enumerate(names):
+            store.create(configmap(name))
+            if i % 50 == 0:
+                time.sleep(0.001)
+
+    producer = threading.Thread(target=produce)
+    producer.start()
+    seen = [e.object["metadata"]["name"] for e in take(watch, len(names))]
+    producer.join(10)
+    watch.stop()
+    store.close()
+    assert seen == names
+
+
+class _LateBell:
+    """A watch's doorbell whose first timed wait gives up just as a producer rings, and whose
+    second wait is rung again before it begins: the consumer must take the first ring back,
+    or the second finds the bell already let go."""
+
+    def __init__(self, bell: Any, ring: Callable[[], object]) -> None:
+        self.bell = bell
+        self.ring = ring
+        self.waits = 0
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        if timeout == -1:
+            return bool(self.bell.acquire(blocking, timeout))
+        self.waits += 1
+        if self.waits == 1:
+            self.ring()
+            return False  # the wait had already timed out
+        if self.waits == 2:
+            self.ring()
+        return bool(self.bell.acquire(blocking, timeout))
+
+    def release(self) -> None:
+        self.bell.release()
+
+
+def test_a_ring_that_comes_as_a_wait_times_out_is_taken_back(registry: Registry) -> None:
+    store = Store(registry, None, bookmark_interval=0.05)
+    watch = store.watch(
+        "v1", "ConfigMap", ListOptions(resource_version=str(store.resource_version)), allow_bookmarks=True
+    )
+    names = iter(["a", "b"])
+    watch._bell = _LateBell(watch._bell, lambda: store.create(configmap(next(names))))  # type: ignore[assignment]
+    seen = [e.object["metadata"]["name"] for e in take(watch, 2)]
+    watch.stop()
+    store.close()
+    assert seen == ["a", "b"]

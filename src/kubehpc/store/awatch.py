@@ -35,13 +35,13 @@ async def raw_items(watch: StoreWatch) -> AsyncIterator[tuple[str, bytes]]:
 async def _items(watch: StoreWatch) -> AsyncIterator[_Item]:
     loop = asyncio.get_running_loop()
     ready = asyncio.Event()
-    with watch._cond:
+    with watch._mutex:
         watch._async_ready = ready
         watch._loop = loop
     try:
         while True:
             ready.clear()
-            with watch._cond:
+            with watch._mutex:
                 if watch._stopped:
                     return
                 item = watch._take()
@@ -51,7 +51,7 @@ async def _items(watch: StoreWatch) -> AsyncIterator[_Item]:
                     await asyncio.wait_for(ready.wait(), timeout)
                     continue
                 except TimeoutError:
-                    with watch._cond:
+                    with watch._mutex:
                         if watch._stopped:
                             return
                         item = watch._take() or watch._bookmark_item()
@@ -59,6 +59,6 @@ async def _items(watch: StoreWatch) -> AsyncIterator[_Item]:
                         continue
             yield item
     finally:
-        with watch._cond:
+        with watch._mutex:
             watch._loop = None
             watch._async_ready = None
