@@ -100,8 +100,8 @@ class StoreWatch:
         self._bell.acquire()
         self._progress = 0
         self._stopped = False
-        # Whether the consumer thread waits for the bell: a producer only rings it then (a
-        # Condition's notify is interpreted Python, and most puts find the consumer busy).
+        # Whether the consumer thread waits for the bell: a producer rings only then, once per
+        # wait (most puts find the consumer busy, and a second ring would find the bell let go).
         self._waiting = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._async_ready: asyncio.Event | None = None
