@@ -16,6 +16,9 @@ shape (that of ``benchmarks/admission.py``): 100 ClusterQueues in 10 cohorts, ha
 cohort borrowing from the other half, Jobs spread over the queues and three priorities, with
 quota for all of them in the end.
 
+``probe_ms`` (``benchmarks/machine_probe.py``, timed before the plane starts) says how fast this
+machine's one core is, so that runs on different machines can be compared.
+
     .venv/bin/python benchmarks/admission_e2e.py [--jobs 2000] [--queues 100 --cohorts 10]
 """
 
@@ -32,6 +35,8 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from machine_probe import probe_ms  # beside this script
 
 import kubehpc
 from kubehpc.cli.up import tune_gc
@@ -275,6 +280,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--profile", default="", help="py-spy the timed part into this file")
     args = parser.parse_args()
+    machine_ms = probe_ms()
     with tempfile.TemporaryDirectory(prefix="kubehpc-admission-e2e-") as tmp:
         plane = ControlPlane(Home(Path(tmp)), nodes=False).start()
         tune_gc()  # as `kubehpc up` does right after starting its plane
@@ -326,7 +332,7 @@ def main() -> None:
         f"workloads={args.jobs} queues={max(args.queues, 1)} bound={bound} e2e_workloads_per_s={rate:.0f} "
         f"elapsed_s={elapsed:.2f} cpu_s={cpu:.1f} cpu_ms_per_workload={1000 * cpu / per:.1f} "
         f"writes_per_workload={writes / per:.1f} peak_rss_mb={rss_mb:.0f} "
-        f"native={'yes' if kubehpc.NATIVE_OFF_REASON is None else 'no'}"
+        f"native={'yes' if kubehpc.NATIVE_OFF_REASON is None else 'no'} probe_ms={machine_ms:.1f}"
     )
 
 
