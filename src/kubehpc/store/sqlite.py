@@ -19,15 +19,27 @@ kernel still holds and later writes those pages), which is the guarantee we give
 acknowledged write is never lost to a crash of kubehpc. A power loss or kernel crash can lose
 the last transactions before a checkpoint (never corrupt the database); ``synchronous=FULL``
 would close that gap at the price of an fsync per commit.
+
+Commits run in a process of their own (``store/logwriter.py``), on the machine's other core,
+while this process keeps its connection for reading (the WAL lets readers see each commit as
+soon as it is made). Every write still waits for its commit. If the writer dies, every write
+from then on fails: whether its last commit landed is unknown, so the store cannot go on as if
+it knew.
 """
 
 from __future__ import annotations
 
 import array
-import functools
+import marshal
+import os
 import sqlite3
+import struct
+import subprocess
+import sys
+import weakref
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from kubehpc.store.records import DELETED, Change, Record
 
@@ -50,10 +62,10 @@ CACHE_KIB = 32768
 # Checkpoints (which fsync) every ~40 MB of WAL rather than SQLite's default ~4 MB: fewer
 # stalls in write bursts, at the price of a larger WAL file between checkpoints.
 CHECKPOINT_BYTES = 40 << 20
-# Rows per multi-row statement: one step inserts (or deletes) them all, where executemany
-# steps (and hands the GIL back and forth) once per row. Chunks are powers of two, so the
-# connection's statement cache holds a handful of statements.
-_MAX_ROWS_PER_STATEMENT = 64
+# The writer runs as a script by path, isolated (-I) and without site-packages (-S): it needs
+# the standard library only, and starts in a fraction of the time kubehpc's imports take.
+WRITER_SCRIPT = Path(__file__).with_name("logwriter.py")
+_HEADER = struct.Struct("<Q")
 
 
 class SqliteLog:
@@ -80,6 +92,8 @@ class SqliteLog:
         # in memory only; ``objects()``, which the store reads when it opens the file, finds
         # them all again, so a crash loses none.
         self._superseded = array.array("q")
+        self._writer = _Writer(path, CACHE_KIB, CHECKPOINT_BYTES // page_size)
+        self.commits = 0  # transactions committed through this log (tests count them)
 
     def _convert(self) -> None:
         """From the format with an ``objects`` table: each current object becomes a log row
@@ -99,8 +113,19 @@ class SqliteLog:
             db.execute("ROLLBACK")
             raise
 
+    @property
+    def writer_pid(self) -> int:
+        """The process id of the log writer."""
+        return self._writer.pid
+
     def close(self) -> None:
+        self._writer.close()
         self._db.close()
+
+    def refuse_writes(self, refuse: bool = True) -> None:
+        """Make every commit fail (``PRAGMA query_only`` on the writer's connection), as a full
+        or read-only disk would; for tests of what a failed commit leaves."""
+        self._writer.call(("query_only", refuse))
 
     def counter(self, key: str) -> int:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -161,14 +186,9 @@ class SqliteLog:
 
     def write(self, changes: Sequence[Change]) -> None:
         """Commit ``changes`` in one transaction, in order (returns once committed)."""
-        db = self._db
-        db.execute("BEGIN")
-        try:
-            _in_chunks(
-                db,
-                "INSERT INTO events VALUES ",
-                "(?, ?, ?, ?, ?, ?, ?)",
-                ", ",
+        self._writer.call(
+            (
+                "write",
                 [
                     (
                         c.rv,
@@ -182,10 +202,8 @@ class SqliteLog:
                     for c in changes
                 ],
             )
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
+        )
+        self.commits += 1
         superseded = self._superseded
         for c in changes:
             if c.prev is not None and c.prev.rv:
@@ -197,38 +215,94 @@ class SqliteLog:
         """Forget the logged changes at or below ``up_to_rv`` (watches from there get 410),
         keeping the rows that are still an object's current version."""
         doomed = sorted(rv for rv in self._superseded if rv <= up_to_rv)
-        db = self._db
-        db.execute("BEGIN")
-        try:
-            _in_chunks(db, "DELETE FROM events WHERE rv IN (", "?", ", ", [(rv,) for rv in doomed], ")")
-            db.execute("INSERT OR REPLACE INTO meta VALUES ('compacted', ?)", (up_to_rv,))
-            # The counter survives even if compaction emptied the log.
-            db.execute(
-                "INSERT OR REPLACE INTO meta VALUES "
-                "('rv', MAX(?, COALESCE((SELECT MAX(rv) FROM events), 0)))",
-                (up_to_rv,),
-            )
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
+        self._writer.call(("compact", up_to_rv, doomed))
+        self.commits += 1
         self._superseded = array.array("q", (rv for rv in self._superseded if rv > up_to_rv))
 
 
-def _in_chunks(
-    db: sqlite3.Connection, head: str, item: str, sep: str, rows: Sequence[tuple[object, ...]], tail: str = ""
-) -> None:
-    """Run ``head + sep.join(item for each row) + tail`` over every row, in order, a chunk of
-    rows per statement."""
-    at = 0
-    while at < len(rows):
-        n = min(_MAX_ROWS_PER_STATEMENT, 1 << ((len(rows) - at).bit_length() - 1))
-        db.execute(
-            _statement(head, item, sep, tail, n), [value for row in rows[at : at + n] for value in row]
+class _Writer:
+    """The log writer process and the two pipes to it; one request at a time (the store calls
+    the log under its write lock)."""
+
+    def __init__(self, path: Path, cache_kib: int, checkpoint_pages: int) -> None:
+        command = [
+            sys.executable,
+            "-I",
+            "-S",
+            str(WRITER_SCRIPT),
+            str(path),
+            str(cache_kib),
+            str(checkpoint_pages),
+        ]
+        self._proc = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            bufsize=0,
         )
-        at += n
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        self._requests = self._proc.stdin.fileno()
+        self._replies = self._proc.stdout.fileno()
+        self._broken = ""
+        # A store dropped without close() still ends its writer (and reaps it).
+        self._finalizer = weakref.finalize(self, _end, self._proc)
+
+    def call(self, request: tuple[Any, ...]) -> None:
+        """Send ``request``; return once the writer committed it, raise
+        ``sqlite3.OperationalError`` when it rolled it back or is gone."""
+        if self._broken:
+            raise sqlite3.OperationalError(self._broken)
+        body = marshal.dumps(request)
+        try:
+            _write_all(self._requests, _HEADER.pack(len(body)) + body)
+            reply = os.read(self._replies, 1)
+            if reply == b"e":
+                size = struct.unpack("<I", _read_exactly(self._replies, 4))[0]
+                raise sqlite3.OperationalError(_read_exactly(self._replies, size).decode())
+        except OSError as exc:
+            reply = b""
+            detail = str(exc)
+        else:
+            detail = "no reply"
+        if reply != b"k":
+            # Whether the request was committed is unknown from here on: refuse every write.
+            code = self._proc.poll()
+            self._broken = f"the store's log writer is gone ({detail}; exit status {code}): restart kubehpc"
+            raise sqlite3.OperationalError(self._broken)
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    def close(self) -> None:
+        self._finalizer()
 
 
-@functools.lru_cache(maxsize=64)
-def _statement(head: str, item: str, sep: str, tail: str, rows: int) -> str:
-    return head + sep.join([item] * rows) + tail
+def _end(proc: subprocess.Popen[bytes]) -> None:
+    """Close the writer's requests (it finishes the one in hand and exits) and reap it."""
+    if proc.stdin is not None:
+        proc.stdin.close()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _read_exactly(fd: int, size: int) -> bytes:
+    parts: list[bytes] = []
+    while size:
+        chunk = os.read(fd, size)
+        if not chunk:
+            raise OSError("the log writer closed its replies")
+        parts.append(chunk)
+        size -= len(chunk)
+    return b"".join(parts)
