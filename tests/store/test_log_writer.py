@@ -2,21 +2,26 @@
 committed it; a failed commit is undone in the store and reported with SQLite's message; a
 writer that dies leaves a store that refuses every write (whether its last commit landed is
 unknown) and a file that reopens with every acknowledged write; the writer ends with the store,
-whether the store is closed or its process killed."""
+whether the store is closed or its process killed; one store at a time writes a file, and a
+store opened after a kill waits for the dead store's writer to finish."""
 
 from __future__ import annotations
 
+import fcntl
+import gc
 import os
 import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 from storekit import configmap, small_registry
 
+from kubehpc.store import sqlite as log_module
 from kubehpc.store.sqlite import SqliteLog
 from kubehpc.store.store import Store
 
@@ -119,3 +124,40 @@ def test_killing_the_stores_process_ends_its_writer(db_path: Path) -> None:
     # the writer is the dead process's child, reparented: it must see its requests close and exit
     assert _gone(writer_pid)
     assert _names_on_disk(db_path) == {"a"}
+
+
+def test_a_second_store_on_a_file_in_use_is_refused_naming_the_file(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(log_module, "LOCK_WAIT_S", 0.2)
+    with (
+        Store(small_registry(), db_path),
+        pytest.raises(sqlite3.OperationalError, match=r"store\.db is in use by another store"),
+    ):
+        Store(small_registry(), db_path)
+
+
+def test_a_store_waits_for_the_writer_before_it_to_let_go_of_the_file(db_path: Path) -> None:
+    """As after a kill: the dead store's writer may still be finishing its last commit."""
+    Store(small_registry(), db_path).close()
+    held = os.open(db_path.with_name("store.db.lock"), os.O_RDWR)
+    fcntl.flock(held, fcntl.LOCK_EX)  # the previous writer, still at work
+    threading.Timer(0.5, os.close, (held,)).start()
+    started = time.monotonic()
+    with Store(small_registry(), db_path) as store:
+        assert time.monotonic() - started >= 0.4
+        store.create(configmap("a"))
+
+
+def test_a_log_dropped_without_closing_ends_its_writer_and_lets_go_of_the_file(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A SqliteLog rather than a Store: the suite holds every Store until the test ends.
+    monkeypatch.setattr(log_module, "LOCK_WAIT_S", 2.0)
+    log = SqliteLog(db_path)
+    pid = log.writer_pid
+    del log
+    gc.collect()
+    assert _gone(pid)
+    with Store(small_registry(), db_path) as store:  # the lock was let go
+        store.create(configmap("a"))

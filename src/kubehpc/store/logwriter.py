@@ -7,10 +7,14 @@ behind the threads it let run); a process runs it on the machine's other core. T
 waits for every commit, so what it acknowledges is on disk as before: the writer changes
 where a commit runs, not when it is done. PostgreSQL's WAL writer is the same idea.
 
-Run by ``kubehpc.store.sqlite.SqliteLog`` as ``python -I -S logwriter.py DB CACHE_KIB
-CHECKPOINT_PAGES``, it imports the standard library only. Requests come on stdin and replies go
-to stdout, one request at a time, each request an 8-byte little-endian length and a
-``marshal`` body:
+:class:`LogWriter` starts it for ``kubehpc.store.sqlite.SqliteLog`` as ``python -I -S
+logwriter.py DB CACHE_KIB CHECKPOINT_PAGES``: run by path, isolated and without site-packages,
+this module imports the standard library only (and starts in a fraction of the time kubehpc's
+imports take). It runs interpreted (scripts/build_native.py): a process handle the store drops
+without closing must still end its writer, which takes a weak reference compiled classes lack.
+
+Requests come on stdin and replies go to stdout, one request at a time, each request an 8-byte
+little-endian length and a ``marshal`` body:
 
 * ``("write", rows)``: insert ``rows`` (tuples of the ``events`` table's columns) in one
   transaction;
@@ -31,7 +35,10 @@ import marshal
 import os
 import sqlite3
 import struct
+import subprocess
 import sys
+import weakref
+from pathlib import Path
 from typing import Any
 
 # Rows per multi-row statement: one step inserts (or deletes) them all, where executemany steps
@@ -122,11 +129,94 @@ def serve(path: str, cache_kib: int, checkpoint_pages: int, requests: int = 0, r
                 _transaction(db, marshal.loads(body))
             except Exception as exc:  # reported to the store, which undoes the write
                 message = f"{type(exc).__name__}: {exc}".encode()
-                os.write(replies, b"e" + struct.pack("<I", len(message)) + message)
+                reply = b"e" + struct.pack("<I", len(message)) + message
             else:
-                os.write(replies, b"k")
+                reply = b"k"
+            try:
+                os.write(replies, reply)
+            except BrokenPipeError:
+                return  # the store died waiting for this reply
     finally:
         db.close()
+
+
+class LogWriter:
+    """The writer process of one log, from the store's side: one request at a time (the store
+    calls its log under its write lock). Owns ``lock_fd``, the log's lock, which the writer
+    holds open (inherited) for as long as it lives: closed once the writer has exited (if the
+    writer cannot be started, the caller still owns it)."""
+
+    def __init__(self, path: Path, cache_kib: int, checkpoint_pages: int, lock_fd: int) -> None:
+        command = [sys.executable, "-I", "-S", __file__, str(path), str(cache_kib), str(checkpoint_pages)]
+        self._proc = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0, pass_fds=(lock_fd,)
+        )
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        self._requests = self._proc.stdin.fileno()
+        self._replies = self._proc.stdout.fileno()
+        self._broken = ""
+        # A store dropped without close() still ends its writer, reaps it and lets go of the lock.
+        self._finalizer = weakref.finalize(self, _end, self._proc, lock_fd)
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    def call(self, request: tuple[Any, ...]) -> None:
+        """Send ``request``; return once the writer committed it, raise
+        ``sqlite3.OperationalError`` when it rolled it back or is gone."""
+        if self._broken:
+            raise sqlite3.OperationalError(self._broken)
+        body = marshal.dumps(request)
+        try:
+            _write_all(self._requests, _HEADER.pack(len(body)) + body)
+            reply = os.read(self._replies, 1)
+            if reply == b"e":
+                size = struct.unpack("<I", _read_reply(self._replies, 4))[0]
+                raise sqlite3.OperationalError(_read_reply(self._replies, size).decode())
+        except OSError as exc:
+            reply, detail = b"", str(exc)
+        else:
+            detail = "no reply"
+        if reply != b"k":
+            # Whether the request was committed is unknown from here on: refuse every write.
+            self._broken = (
+                f"the store's log writer is gone ({detail}; exit status {self._proc.poll()}): restart kubehpc"
+            )
+            raise sqlite3.OperationalError(self._broken)
+
+    def close(self) -> None:
+        self._finalizer()
+
+
+def _end(proc: subprocess.Popen[bytes], lock_fd: int) -> None:
+    """Close the writer's requests (it finishes the one in hand and exits), reap it, and let go
+    of the lock."""
+    try:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+    finally:
+        os.close(lock_fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _read_reply(fd: int, size: int) -> bytes:
+    data = _read_exactly(fd, size)
+    if data is None:
+        raise OSError("the log writer closed its replies")
+    return data
 
 
 if __name__ == "__main__":

@@ -30,17 +30,14 @@ it knew.
 from __future__ import annotations
 
 import array
-import marshal
+import fcntl
 import os
 import sqlite3
-import struct
-import subprocess
-import sys
-import weakref
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
+from kubehpc.store.logwriter import LogWriter
 from kubehpc.store.records import DELETED, Change, Record
 
 _SCHEMA = """
@@ -62,10 +59,8 @@ CACHE_KIB = 32768
 # Checkpoints (which fsync) every ~40 MB of WAL rather than SQLite's default ~4 MB: fewer
 # stalls in write bursts, at the price of a larger WAL file between checkpoints.
 CHECKPOINT_BYTES = 40 << 20
-# The writer runs as a script by path, isolated (-I) and without site-packages (-S): it needs
-# the standard library only, and starts in a fraction of the time kubehpc's imports take.
-WRITER_SCRIPT = Path(__file__).with_name("logwriter.py")
-_HEADER = struct.Struct("<Q")
+# How long opening a log waits for the lock a previous writer of the file still holds.
+LOCK_WAIT_S = 30.0
 
 
 class SqliteLog:
@@ -75,6 +70,18 @@ class SqliteLog:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        # One writer at a time: the store's process and its writer share this lock, and a
+        # writer that outlives its store's process (finishing the commit in hand after a kill)
+        # holds it until it is done, so a restarted store never reads the log before that
+        # commit lands or hands out its resourceVersion again.
+        self._lock_fd = _lock_exclusively(path.with_name(path.name + ".lock"), path)
+        try:
+            self._open(path)
+        except BaseException:
+            os.close(self._lock_fd)
+            raise
+
+    def _open(self, path: Path) -> None:
         # isolation_level=None: we issue BEGIN/COMMIT ourselves, one transaction per flush.
         self._db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
         # Takes effect only on a database with no pages yet, so it must come before WAL mode.
@@ -92,7 +99,7 @@ class SqliteLog:
         # in memory only; ``objects()``, which the store reads when it opens the file, finds
         # them all again, so a crash loses none.
         self._superseded = array.array("q")
-        self._writer = _Writer(path, CACHE_KIB, CHECKPOINT_BYTES // page_size)
+        self._writer = LogWriter(path, CACHE_KIB, CHECKPOINT_BYTES // page_size, self._lock_fd)
         self.commits = 0  # transactions committed through this log (tests count them)
 
     def _convert(self) -> None:
@@ -119,8 +126,9 @@ class SqliteLog:
         return self._writer.pid
 
     def close(self) -> None:
-        self._writer.close()
+        # The writer's connection closes last and checkpoints the WAL; the lock goes with it.
         self._db.close()
+        self._writer.close()
 
     def refuse_writes(self, refuse: bool = True) -> None:
         """Make every commit fail (``PRAGMA query_only`` on the writer's connection), as a full
@@ -220,89 +228,20 @@ class SqliteLog:
         self._superseded = array.array("q", (rv for rv in self._superseded if rv > up_to_rv))
 
 
-class _Writer:
-    """The log writer process and the two pipes to it; one request at a time (the store calls
-    the log under its write lock)."""
-
-    def __init__(self, path: Path, cache_kib: int, checkpoint_pages: int) -> None:
-        command = [
-            sys.executable,
-            "-I",
-            "-S",
-            str(WRITER_SCRIPT),
-            str(path),
-            str(cache_kib),
-            str(checkpoint_pages),
-        ]
-        self._proc = subprocess.Popen(
-            command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            bufsize=0,
-        )
-        assert self._proc.stdin is not None and self._proc.stdout is not None
-        self._requests = self._proc.stdin.fileno()
-        self._replies = self._proc.stdout.fileno()
-        self._broken = ""
-        # A store dropped without close() still ends its writer (and reaps it).
-        self._finalizer = weakref.finalize(self, _end, self._proc)
-
-    def call(self, request: tuple[Any, ...]) -> None:
-        """Send ``request``; return once the writer committed it, raise
-        ``sqlite3.OperationalError`` when it rolled it back or is gone."""
-        if self._broken:
-            raise sqlite3.OperationalError(self._broken)
-        body = marshal.dumps(request)
+def _lock_exclusively(lock_path: Path, db_path: Path) -> int:
+    """A descriptor of ``lock_path`` holding an exclusive ``flock``, once whoever holds it (a
+    previous writer finishing its last commit) lets go; fails naming the file if that takes
+    longer than ``LOCK_WAIT_S`` (another store has the file open)."""
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while True:
         try:
-            _write_all(self._requests, _HEADER.pack(len(body)) + body)
-            reply = os.read(self._replies, 1)
-            if reply == b"e":
-                size = struct.unpack("<I", _read_exactly(self._replies, 4))[0]
-                raise sqlite3.OperationalError(_read_exactly(self._replies, size).decode())
-        except OSError as exc:
-            reply = b""
-            detail = str(exc)
-        else:
-            detail = "no reply"
-        if reply != b"k":
-            # Whether the request was committed is unknown from here on: refuse every write.
-            code = self._proc.poll()
-            self._broken = f"the store's log writer is gone ({detail}; exit status {code}): restart kubehpc"
-            raise sqlite3.OperationalError(self._broken)
-
-    @property
-    def pid(self) -> int:
-        return self._proc.pid
-
-    def close(self) -> None:
-        self._finalizer()
-
-
-def _end(proc: subprocess.Popen[bytes]) -> None:
-    """Close the writer's requests (it finishes the one in hand and exits) and reap it."""
-    if proc.stdin is not None:
-        proc.stdin.close()
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-    if proc.stdout is not None:
-        proc.stdout.close()
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def _read_exactly(fd: int, size: int) -> bytes:
-    parts: list[bytes] = []
-    while size:
-        chunk = os.read(fd, size)
-        if not chunk:
-            raise OSError("the log writer closed its replies")
-        parts.append(chunk)
-        size -= len(chunk)
-    return b"".join(parts)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                raise sqlite3.OperationalError(
+                    f"{db_path} is in use by another store (its lock {lock_path.name} is held)"
+                ) from None
+            time.sleep(0.02)
