@@ -17,8 +17,7 @@ cohort borrowing from the other half, Jobs spread over the queues and three prio
 quota for all of them in the end.
 
 ``probe_ms`` (``benchmarks/machine_probe.py``, timed before the plane starts) says how fast this
-machine's one core is, so that runs on different machines can be compared. CPU figures are
-this process's and the store's log writer's (a process of its own) together.
+machine's one core is, so that runs on different machines can be compared.
 
     .venv/bin/python benchmarks/admission_e2e.py [--jobs 2000] [--queues 100 --cohorts 10]
 """
@@ -37,8 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cpu import cpu_s  # beside this script
-from machine_probe import probe_ms
+from machine_probe import probe_ms  # beside this script
 
 import kubehpc
 from kubehpc.cli.up import tune_gc
@@ -298,7 +296,7 @@ def main() -> None:
             stages.start(args.jobs)
             spy = start_profile(args.profile)
             start = time.perf_counter()
-            cpu_start = cpu_s(store)
+            cpu_start = time.process_time()
             rv_start = store.resource_version
             batch = 200
             for lo in range(0, args.jobs, batch):
@@ -308,7 +306,7 @@ def main() -> None:
             created_s = time.perf_counter() - start
             stages.done.wait(args.timeout)
             elapsed = time.perf_counter() - start
-            cpu = cpu_s(store) - cpu_start
+            cpu = time.process_time() - cpu_start
             stop_profile(spy)
             writes = store.resource_version - rv_start
             events = len(store.list("v1", "Event", ListOptions(namespace="default")).items)

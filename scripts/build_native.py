@@ -61,11 +61,9 @@ COMPILED = (
     "sched/admission",
 )
 # Left to the interpreter, and why: mypyc compiles neither async generators nor
-# runtime-checkable Protocols (it turns a Protocol into a plain class); the log writer also
-# runs as a script, and its process handle needs weak references.
+# runtime-checkable Protocols (it turns a Protocol into a plain class).
 INTERPRETED = (
     "store/awatch.py",  # async generators (the HTTP server's watch streams)
-    "store/logwriter.py",  # also run by path as a process of its own; weakref.finalize on its handle
     "controllers/kueue/jobframework.py",  # runtime-checkable Protocols (a kind's optional parts)
 )
 

@@ -183,15 +183,30 @@ def test_rows_superseded_before_a_restart_are_compacted_after_it(registry: Regis
     assert [row[0] for row in _configmap_rows(db_path) if row[4] == "a"] == [current]
 
 
+class _FailingCommit:
+    """The log's connection, failing its next COMMIT (as on a full disk)."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+        self.armed = True
+
+    def execute(self, sql: str, *args: object) -> sqlite3.Cursor:
+        if sql == "COMMIT" and self.armed:
+            self.armed = False
+            raise sqlite3.OperationalError("database or disk is full")
+        return self.db.execute(sql, *args)
+
+
 def test_a_failed_commit_marks_nothing_superseded(registry: Registry, db_path: Path) -> None:
     with Store(registry, db_path, memory_history=5, durable_history=20) as store:
         store.create(configmap("a", value="kept"))
         log = store._log
         assert log is not None
-        log.refuse_writes()  # as a full disk would
+        real = log._db
+        log._db = _FailingCommit(real)  # type: ignore[assignment]
         with pytest.raises(sqlite3.OperationalError):
             _set(store, "a", "lost")
-        log.refuse_writes(False)
+        log._db = real
         _churn(store, 60)
     assert [row[4] for row in _configmap_rows(db_path) if row[4] == "a"] == ["a"]
     with Store(registry, db_path) as reopened:

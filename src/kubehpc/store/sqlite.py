@@ -19,25 +19,16 @@ kernel still holds and later writes those pages), which is the guarantee we give
 acknowledged write is never lost to a crash of kubehpc. A power loss or kernel crash can lose
 the last transactions before a checkpoint (never corrupt the database); ``synchronous=FULL``
 would close that gap at the price of an fsync per commit.
-
-Commits run in a process of their own (``store/logwriter.py``), on the machine's other core,
-while this process keeps its connection for reading (the WAL lets readers see each commit as
-soon as it is made). Every write still waits for its commit. If the writer dies, every write
-from then on fails: whether its last commit landed is unknown, so the store cannot go on as if
-it knew.
 """
 
 from __future__ import annotations
 
 import array
-import fcntl
-import os
+import functools
 import sqlite3
-import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from kubehpc.store.logwriter import LogWriter
 from kubehpc.store.records import DELETED, Change, Record
 
 _SCHEMA = """
@@ -59,8 +50,10 @@ CACHE_KIB = 32768
 # Checkpoints (which fsync) every ~40 MB of WAL rather than SQLite's default ~4 MB: fewer
 # stalls in write bursts, at the price of a larger WAL file between checkpoints.
 CHECKPOINT_BYTES = 40 << 20
-# How long opening a log waits for the lock a previous writer of the file still holds.
-LOCK_WAIT_S = 30.0
+# Rows per multi-row statement: one step inserts (or deletes) them all, where executemany
+# steps (and hands the GIL back and forth) once per row. Chunks are powers of two, so the
+# connection's statement cache holds a handful of statements.
+_MAX_ROWS_PER_STATEMENT = 64
 
 
 class SqliteLog:
@@ -70,18 +63,6 @@ class SqliteLog:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        # One writer at a time: the store's process and its writer share this lock, and a
-        # writer that outlives its store's process (finishing the commit in hand after a kill)
-        # holds it until it is done, so a restarted store never reads the log before that
-        # commit lands or hands out its resourceVersion again.
-        self._lock_fd = _lock_exclusively(path.with_name(path.name + ".lock"), path)
-        try:
-            self._open(path)
-        except BaseException:
-            os.close(self._lock_fd)
-            raise
-
-    def _open(self, path: Path) -> None:
         # isolation_level=None: we issue BEGIN/COMMIT ourselves, one transaction per flush.
         self._db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
         # Takes effect only on a database with no pages yet, so it must come before WAL mode.
@@ -99,8 +80,6 @@ class SqliteLog:
         # in memory only; ``objects()``, which the store reads when it opens the file, finds
         # them all again, so a crash loses none.
         self._superseded = array.array("q")
-        self._writer = LogWriter(path, CACHE_KIB, CHECKPOINT_BYTES // page_size, self._lock_fd)
-        self.commits = 0  # transactions committed through this log (tests count them)
 
     def _convert(self) -> None:
         """From the format with an ``objects`` table: each current object becomes a log row
@@ -120,20 +99,8 @@ class SqliteLog:
             db.execute("ROLLBACK")
             raise
 
-    @property
-    def writer_pid(self) -> int:
-        """The process id of the log writer."""
-        return self._writer.pid
-
     def close(self) -> None:
-        # The writer's connection closes last and checkpoints the WAL; the lock goes with it.
         self._db.close()
-        self._writer.close()
-
-    def refuse_writes(self, refuse: bool = True) -> None:
-        """Make every commit fail (``PRAGMA query_only`` on the writer's connection), as a full
-        or read-only disk would; for tests of what a failed commit leaves."""
-        self._writer.call(("query_only", refuse))
 
     def counter(self, key: str) -> int:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -194,9 +161,14 @@ class SqliteLog:
 
     def write(self, changes: Sequence[Change]) -> None:
         """Commit ``changes`` in one transaction, in order (returns once committed)."""
-        self._writer.call(
-            (
-                "write",
+        db = self._db
+        db.execute("BEGIN")
+        try:
+            _in_chunks(
+                db,
+                "INSERT INTO events VALUES ",
+                "(?, ?, ?, ?, ?, ?, ?)",
+                ", ",
                 [
                     (
                         c.rv,
@@ -210,8 +182,10 @@ class SqliteLog:
                     for c in changes
                 ],
             )
-        )
-        self.commits += 1
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
         superseded = self._superseded
         for c in changes:
             if c.prev is not None and c.prev.rv:
@@ -223,25 +197,38 @@ class SqliteLog:
         """Forget the logged changes at or below ``up_to_rv`` (watches from there get 410),
         keeping the rows that are still an object's current version."""
         doomed = sorted(rv for rv in self._superseded if rv <= up_to_rv)
-        self._writer.call(("compact", up_to_rv, doomed))
-        self.commits += 1
+        db = self._db
+        db.execute("BEGIN")
+        try:
+            _in_chunks(db, "DELETE FROM events WHERE rv IN (", "?", ", ", [(rv,) for rv in doomed], ")")
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('compacted', ?)", (up_to_rv,))
+            # The counter survives even if compaction emptied the log.
+            db.execute(
+                "INSERT OR REPLACE INTO meta VALUES "
+                "('rv', MAX(?, COALESCE((SELECT MAX(rv) FROM events), 0)))",
+                (up_to_rv,),
+            )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
         self._superseded = array.array("q", (rv for rv in self._superseded if rv > up_to_rv))
 
 
-def _lock_exclusively(lock_path: Path, db_path: Path) -> int:
-    """A descriptor of ``lock_path`` holding an exclusive ``flock``, once whoever holds it (a
-    previous writer finishing its last commit) lets go; fails naming the file if that takes
-    longer than ``LOCK_WAIT_S`` (another store has the file open)."""
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    deadline = time.monotonic() + LOCK_WAIT_S
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                os.close(fd)
-                raise sqlite3.OperationalError(
-                    f"{db_path} is in use by another store (its lock {lock_path.name} is held)"
-                ) from None
-            time.sleep(0.02)
+def _in_chunks(
+    db: sqlite3.Connection, head: str, item: str, sep: str, rows: Sequence[tuple[object, ...]], tail: str = ""
+) -> None:
+    """Run ``head + sep.join(item for each row) + tail`` over every row, in order, a chunk of
+    rows per statement."""
+    at = 0
+    while at < len(rows):
+        n = min(_MAX_ROWS_PER_STATEMENT, 1 << ((len(rows) - at).bit_length() - 1))
+        db.execute(
+            _statement(head, item, sep, tail, n), [value for row in rows[at : at + n] for value in row]
+        )
+        at += n
+
+
+@functools.lru_cache(maxsize=64)
+def _statement(head: str, item: str, sep: str, tail: str, rows: int) -> str:
+    return head + sep.join([item] * rows) + tail
