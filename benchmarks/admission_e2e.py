@@ -17,7 +17,8 @@ cohort borrowing from the other half, Jobs spread over the queues and three prio
 quota for all of them in the end.
 
 ``probe_ms`` (``benchmarks/machine_probe.py``, timed before the plane starts) says how fast this
-machine's one core is, so that runs on different machines can be compared.
+machine's one core was just then, to tell runs on different machines, or in a shared machine's
+slow and fast phases, apart.
 
     .venv/bin/python benchmarks/admission_e2e.py [--jobs 2000] [--queues 100 --cohorts 10]
 """

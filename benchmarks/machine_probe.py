@@ -1,9 +1,11 @@
-"""A fixed piece of interpreter work, timed, so that figures taken on different machines (or
-with different Python builds) can be compared: the machines these benchmarks run on differ by
-up to 2x in what one core does, and a target such as admission_e2e's 1,000 workloads/s is a
-figure for one machine. The work touches none of kubehpc's code, so the probe stays the same
-while the code changes: dict lookups and inserts, short strings built and hashed, small tuples
-and lists, the operations that dominate the control plane's profile (docs/performance.md).
+"""A fixed piece of interpreter work, timed, to tell which machine (or Python build) and which
+of its phases a figure came from: the machines these benchmarks run on differ by up to 2x in
+what one core does, some run in slow and fast phases, and a target such as admission_e2e's
+1,000 workloads/s is a figure for one machine. The work touches none of kubehpc's code, so the
+probe stays the same while the code changes: dict lookups and inserts, short strings built and
+hashed, small tuples and lists, the operations that dominate the control plane's profile. A
+flag, not a conversion factor: the end-to-end rate moves less than the probe does
+(docs/performance.md, "Fourteenth pass").
 
     .venv/bin/python benchmarks/machine_probe.py   # prints probe_ms=...
 """
