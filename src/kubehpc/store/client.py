@@ -120,6 +120,28 @@ class ListOptions:
     fresh copy each (a copy of a pod costs more than most controllers' work on it). A client
     over HTTP decodes a fresh object anyway."""
 
+    # Written out: mypyc compiles it to a native constructor, where the one @dataclass
+    # generates runs interpreted (controllers list on every reconcile).
+    def __init__(
+        self,
+        namespace: str | None = None,
+        label_selector: str = "",
+        field_selector: str = "",
+        limit: int = 0,
+        continue_token: str = "",
+        resource_version: str = "",
+        without_managed_fields: bool = False,
+        read_only: bool = False,
+    ) -> None:
+        object.__setattr__(self, "namespace", namespace)
+        object.__setattr__(self, "label_selector", label_selector)
+        object.__setattr__(self, "field_selector", field_selector)
+        object.__setattr__(self, "limit", limit)
+        object.__setattr__(self, "continue_token", continue_token)
+        object.__setattr__(self, "resource_version", resource_version)
+        object.__setattr__(self, "without_managed_fields", without_managed_fields)
+        object.__setattr__(self, "read_only", read_only)
+
 
 @dataclass(frozen=True)
 class WriteOptions:
@@ -143,6 +165,24 @@ class WriteOptions:
     ``store.BEST_EFFORT_COMMIT_S``; watches see it once committed. A crash in between loses
     it. For what Kubernetes records best effort: Events (client-go's recorder writes them
     asynchronously and drops them under load). Over HTTP it changes nothing."""
+
+    # Written out: mypyc compiles it to a native constructor, where the one @dataclass
+    # generates runs interpreted (most writes make one).
+    def __init__(
+        self,
+        dry_run: bool = False,
+        field_validation: str = "Strict",
+        field_manager: str = "",
+        read_only: bool = False,
+        handed_over: bool = False,
+        best_effort: bool = False,
+    ) -> None:
+        object.__setattr__(self, "dry_run", dry_run)
+        object.__setattr__(self, "field_validation", field_validation)
+        object.__setattr__(self, "field_manager", field_manager)
+        object.__setattr__(self, "read_only", read_only)
+        object.__setattr__(self, "handed_over", handed_over)
+        object.__setattr__(self, "best_effort", best_effort)
 
 
 READ_ONLY_RESULT = WriteOptions(read_only=True)

@@ -25,6 +25,18 @@ class JobEvent:
     reason: str
     message: str
 
+    # Written out: mypyc compiles it to a native constructor, where the one @dataclass
+    # generates runs interpreted (one per Event a Job's reconcile records).
+    def __init__(
+        self,
+        type: str,
+        reason: str,
+        message: str,
+    ) -> None:
+        object.__setattr__(self, "type", type)
+        object.__setattr__(self, "reason", reason)
+        object.__setattr__(self, "message", message)
+
 
 @dataclass
 class JobPlan:

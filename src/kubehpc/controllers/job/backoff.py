@@ -42,6 +42,16 @@ class BackoffRecord:
     failures: int = 0
     last_failure: datetime | None = None
 
+    # Written out: mypyc compiles it to a native constructor, where the one @dataclass
+    # generates runs interpreted (one per Job per reconcile).
+    def __init__(
+        self,
+        failures: int = 0,
+        last_failure: datetime | None = None,
+    ) -> None:
+        object.__setattr__(self, "failures", failures)
+        object.__setattr__(self, "last_failure", last_failure)
+
     @staticmethod
     def seed(failed: list[datetime], succeeded: list[datetime]) -> BackoffRecord:
         last_success = max(succeeded) if succeeded else None

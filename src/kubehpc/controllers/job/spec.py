@@ -70,6 +70,52 @@ class JobSpec:
     deleting: bool
     managed_elsewhere: bool
 
+    # Written out: mypyc compiles it to a native constructor, where the one @dataclass
+    # generates runs interpreted (one per Job per reconcile).
+    def __init__(
+        self,
+        name: str,
+        namespace: str,
+        uid: str,
+        parallelism: int,
+        completions: int | None,
+        indexed: bool,
+        backoff_limit: int,
+        backoff_limit_per_index: int | None,
+        max_failed_indexes: int | None,
+        pod_failure_policy: tuple[Obj, ...] | None,
+        success_policy: tuple[Obj, ...] | None,
+        active_deadline_seconds: int | None,
+        suspend: bool,
+        ttl_seconds_after_finished: int | None,
+        replace_only_failed: bool,
+        restart_policy: str,
+        template: Obj,
+        selector_labels: dict[str, str],
+        deleting: bool,
+        managed_elsewhere: bool,
+    ) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "namespace", namespace)
+        object.__setattr__(self, "uid", uid)
+        object.__setattr__(self, "parallelism", parallelism)
+        object.__setattr__(self, "completions", completions)
+        object.__setattr__(self, "indexed", indexed)
+        object.__setattr__(self, "backoff_limit", backoff_limit)
+        object.__setattr__(self, "backoff_limit_per_index", backoff_limit_per_index)
+        object.__setattr__(self, "max_failed_indexes", max_failed_indexes)
+        object.__setattr__(self, "pod_failure_policy", pod_failure_policy)
+        object.__setattr__(self, "success_policy", success_policy)
+        object.__setattr__(self, "active_deadline_seconds", active_deadline_seconds)
+        object.__setattr__(self, "suspend", suspend)
+        object.__setattr__(self, "ttl_seconds_after_finished", ttl_seconds_after_finished)
+        object.__setattr__(self, "replace_only_failed", replace_only_failed)
+        object.__setattr__(self, "restart_policy", restart_policy)
+        object.__setattr__(self, "template", template)
+        object.__setattr__(self, "selector_labels", selector_labels)
+        object.__setattr__(self, "deleting", deleting)
+        object.__setattr__(self, "managed_elsewhere", managed_elsewhere)
+
     @staticmethod
     def of(job: Obj) -> JobSpec:
         meta = job.get("metadata") or {}

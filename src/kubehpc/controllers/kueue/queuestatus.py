@@ -103,6 +103,24 @@ class Holding:
     running: bool  # Admitted=True and not finished: the metrics' admitted_active_workloads
     cells: tuple[tuple[str, str, int], ...]
 
+    # Written out: mypyc compiles it to a native constructor, where the one @dataclass
+    # generates runs interpreted (one per workload a queue's status counts).
+    def __init__(
+        self,
+        queue: str,
+        cluster_queue: str,
+        reserving: bool,
+        admitted: bool,
+        running: bool,
+        cells: tuple[tuple[str, str, int], ...],
+    ) -> None:
+        object.__setattr__(self, "queue", queue)
+        object.__setattr__(self, "cluster_queue", cluster_queue)
+        object.__setattr__(self, "reserving", reserving)
+        object.__setattr__(self, "admitted", admitted)
+        object.__setattr__(self, "running", running)
+        object.__setattr__(self, "cells", cells)
+
 
 def holding_of(workload: Obj) -> Holding | None:
     """None for a workload that counts nowhere (waiting, finished)."""

@@ -163,6 +163,28 @@ class Waiting:
     identity: PodIdentity | None = None
     """Read once when the pod arrives, for its charge when it is bound."""
 
+    # Written out: mypyc compiles it to a native constructor, where the one @dataclass
+    # generates runs interpreted (one per pod the scheduler sees wait).
+    def __init__(
+        self,
+        key: str,
+        uid: str,
+        shape: PodShape,
+        priority: int,
+        created: float,
+        obj: Obj,
+        arrival: int,
+        identity: PodIdentity | None = None,
+    ) -> None:
+        object.__setattr__(self, "key", key)
+        object.__setattr__(self, "uid", uid)
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "priority", priority)
+        object.__setattr__(self, "created", created)
+        object.__setattr__(self, "obj", obj)
+        object.__setattr__(self, "arrival", arrival)
+        object.__setattr__(self, "identity", identity)
+
 
 class ClusterCache:
     def __init__(self, scheduler_names: Iterable[str]) -> None:

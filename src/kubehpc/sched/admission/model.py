@@ -212,6 +212,22 @@ class PodSet:
     shape: PodShape
     min_count: int | None = None
 
+    # Written out: mypyc compiles it to a native constructor, where the one @dataclass
+    # generates runs interpreted (one per pod set per pending workload per cycle).
+    def __init__(
+        self,
+        name: str,
+        count: int,
+        requests: tuple[tuple[str, int], ...],
+        shape: PodShape,
+        min_count: int | None = None,
+    ) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "count", count)
+        object.__setattr__(self, "requests", requests)
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "min_count", min_count)
+
 
 @dataclass(frozen=True)
 class PodSetAdmission:
@@ -223,6 +239,20 @@ class PodSetAdmission:
     count: int
     usage: tuple[tuple[str, int], ...]
     """resource -> total amount for all ``count`` pods, sorted by resource."""
+
+    # Written out: mypyc compiles it to a native constructor, where the one @dataclass
+    # generates runs interpreted (one per pod set per pending workload per cycle).
+    def __init__(
+        self,
+        name: str,
+        flavors: tuple[tuple[str, str], ...],
+        count: int,
+        usage: tuple[tuple[str, int], ...],
+    ) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "flavors", flavors)
+        object.__setattr__(self, "count", count)
+        object.__setattr__(self, "usage", usage)
 
 
 @dataclass(frozen=True)
@@ -260,6 +290,46 @@ class Workload:
     runtime_estimate: float | None = None
     """How long it is expected to run once admitted, in seconds (None: unknown). Backfill and
     start-time estimates plan with it; ``build`` reads it from the Workload."""
+
+    # Written out: mypyc compiles it to a native constructor, where the one @dataclass
+    # generates runs interpreted (one per pending workload per admission cycle).
+    def __init__(
+        self,
+        namespace: str,
+        name: str,
+        uid: str,
+        queue_name: str,
+        priority: int,
+        created: float,
+        pod_sets: tuple[PodSet, ...],
+        cluster_queue: str = "",
+        reserved: tuple[PodSetAdmission, ...] | None = None,
+        reserved_in: str = "",
+        reserved_at: float = 0.0,
+        evicted: bool = False,
+        requeued_at: float = 0.0,
+        problem: str = "",
+        problem_message: str = "",
+        job_uid: str = "",
+        runtime_estimate: float | None = None,
+    ) -> None:
+        object.__setattr__(self, "namespace", namespace)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "uid", uid)
+        object.__setattr__(self, "queue_name", queue_name)
+        object.__setattr__(self, "priority", priority)
+        object.__setattr__(self, "created", created)
+        object.__setattr__(self, "pod_sets", pod_sets)
+        object.__setattr__(self, "cluster_queue", cluster_queue)
+        object.__setattr__(self, "reserved", reserved)
+        object.__setattr__(self, "reserved_in", reserved_in)
+        object.__setattr__(self, "reserved_at", reserved_at)
+        object.__setattr__(self, "evicted", evicted)
+        object.__setattr__(self, "requeued_at", requeued_at)
+        object.__setattr__(self, "problem", problem)
+        object.__setattr__(self, "problem_message", problem_message)
+        object.__setattr__(self, "job_uid", job_uid)
+        object.__setattr__(self, "runtime_estimate", runtime_estimate)
 
     @property
     def key(self) -> str:
