@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 from admissionkit import admitted, manifests, pending, run, workload
 
-from kubehpc.sched.admission import PendingCode
+from kubehpc.sched.admission import PendingCode, nodes
 
 SETUP = """
 apiVersion: kueue.x-k8s.io/v1beta2
@@ -131,3 +132,33 @@ def test_without_nodes_admission_is_by_quota_alone() -> None:
 
 def test_node_manifests_parse() -> None:
     assert [o["kind"] for o in manifests(node("n", "spot"))] == ["Node"]
+
+
+# Six nodes of 25 cpus in all, of several sizes.
+MIXED_NODES = SETUP + "".join(node(f"od-{i}", "on-demand", cpu=str(3 + i % 4)) for i in range(6))
+
+
+def _mixed_run() -> list[dict[str, object]]:
+    """Runs of one shape, a second shape cutting in, a pod set of several pods, one pod no
+    node can hold, and more pods than the nodes hold."""
+    loads = []
+    for i in range(30):
+        requests = {"cpu": "2"} if i in (7, 8, 19) else {"cpu": "500m"}
+        count = 3 if i == 12 else 1
+        loads.append(workload(f"w{i:02d}", requests=requests, count=count, created=float(i)))
+    loads.append(workload("w30", requests={"cpu": "7"}, created=30.0))  # no node has 7 cpus
+    loads += [workload(f"w{i}", requests={"cpu": "500m"}, created=float(i)) for i in range(31, 50)]
+    return loads
+
+
+def test_looking_ahead_places_every_pod_where_single_placements_would(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ahead = run(MIXED_NODES, *_mixed_run())
+    monkeypatch.setattr(nodes, "_MAX_LOOKAHEAD", 1)
+    single = run(MIXED_NODES, *_mixed_run())
+    placed = {a.workload: [ps.nodes for ps in a.pod_sets] for a in ahead.admissions}
+    assert placed == {a.workload: [ps.nodes for ps in a.pod_sets] for a in single.admissions}
+    assert len(placed) == 39  # 25 cpus' worth: ten of the last pods find no room
+    assert pending(ahead, "w30").reason.code is PendingCode.NO_NODE_FITS
+    assert pending(ahead, "w49").reason.code is PendingCode.NO_NODE_FITS
