@@ -1,7 +1,9 @@
 """The SQLite file under the durable store: an append-only change log that is also the only copy
 of the objects. What a batch commits is what a restart reads back, whatever the size of the
-batch; compaction forgets history but never a current object; a database in the older format
-(with an objects table) is converted when opened."""
+batch; a change names the version before it instead of storing it again; compaction forgets
+history but never a current object, nor a version a later change names; databases in the older
+formats (with an objects table; with previous versions stored in full) are converted when
+opened."""
 
 from __future__ import annotations
 
@@ -99,6 +101,55 @@ def test_the_change_log_reads_back_in_resource_version_order_with_previous_versi
     assert b'"second"' in changes[-1].record.raw
 
 
+def _prev_columns(path: Path) -> list[tuple[int, bytes | None, int | None]]:
+    with sqlite3.connect(path) as db:
+        return list(
+            db.execute("SELECT rv, prev, prev_rv FROM events WHERE resource = 'configmaps' ORDER BY rv")
+        )
+
+
+def test_a_change_names_the_version_before_it_instead_of_storing_it_again(
+    registry: Registry, db_path: Path
+) -> None:
+    with Store(registry, db_path) as store:
+        store.create(configmap("a", value="first"))
+        _set(store, "a", "second")
+        store.delete("v1", "ConfigMap", "a", "default")
+    (added, _, _), (modified, prev, prev_rv), (deleted, prev_of_deletion, prev_rv_of_deletion) = (
+        _prev_columns(db_path)
+    )
+    assert (prev, prev_rv) == (None, added)
+    assert (prev_of_deletion, prev_rv_of_deletion) == (None, modified)
+    log = SqliteLog(db_path)
+    try:
+        changes = {c.rv: c for c in log.changes_after(0) if c.resource == "configmaps"}
+    finally:
+        log.close()
+    assert changes[modified].prev is not None and b'"first"' in changes[modified].prev.raw
+    assert changes[deleted].prev is not None and b'"second"' in changes[deleted].prev.raw
+
+
+def test_compaction_keeps_the_version_a_later_change_names_as_the_one_before_it(
+    registry: Registry, db_path: Path
+) -> None:
+    with Store(registry, db_path, memory_history=5, durable_history=20) as store:
+        store.create(configmap("a", value="0"))
+        _churn(store, 30)
+        _set(store, "a", "1")  # after the coming compaction point; its previous version before it
+        for n in range(10):  # the compaction point moves to about 20 writes back
+            _set(store, "churn", str(n))
+        changed_at = max(row[0] for row in _configmap_rows(db_path) if row[4] == "a")
+    floor = _compacted(db_path)
+    log = SqliteLog(db_path)
+    try:
+        change = next(c for c in log.changes_after(floor) if c.rv == changed_at)
+    finally:
+        log.close()
+    first_kept = min(row[0] for row in _configmap_rows(db_path) if row[4] == "a")
+    assert first_kept <= floor < changed_at
+    assert change.prev is not None and orjson.loads(change.prev.raw)["data"] == {"value": "0"}
+
+
 def test_a_new_database_is_made_with_large_pages(registry: Registry, db_path: Path) -> None:
     with Store(registry, db_path) as store:
         store.create(configmap("a"))
@@ -132,9 +183,11 @@ def test_compaction_keeps_every_current_object_and_forgets_superseded_rows(
         old = {i: store.get("v1", "ConfigMap", f"old-{i}", "default") for i in range(10)}
     floor = _compacted(db_path)
     below = [row for row in _configmap_rows(db_path) if row[0] <= floor]
-    # one row per object below the compaction point: its current version, nothing older
-    assert sorted(name for *_, name in below) == sorted(f"old-{i}" for i in range(10))
-    assert {int(old[i]["metadata"]["resourceVersion"]) for i in range(10)} == {row[0] for row in below}
+    # one row per object below the compaction point: the version it had there, nothing older
+    # (for "churn", changed since, the version its next change names as the one before it)
+    assert sorted(name for *_, name in below) == sorted(["churn"] + [f"old-{i}" for i in range(10)])
+    old_rvs = {int(old[i]["metadata"]["resourceVersion"]) for i in range(10)}
+    assert old_rvs == {row[0] for row in below if row[4] != "churn"}
     with Store(registry, db_path, memory_history=5, durable_history=20) as reopened:
         for i in range(10):
             assert reopened.get("v1", "ConfigMap", f"old-{i}", "default") == old[i]
@@ -211,6 +264,41 @@ def test_a_failed_commit_marks_nothing_superseded(registry: Registry, db_path: P
     assert [row[4] for row in _configmap_rows(db_path) if row[4] == "a"] == ["a"]
     with Store(registry, db_path) as reopened:
         assert reopened.get("v1", "ConfigMap", "a", "default")["data"] == {"value": "kept"}
+
+
+# The format that stored each change's previous version in full, as kubehpc made it.
+_FORMAT_1 = """
+CREATE TABLE events (
+    rv INTEGER PRIMARY KEY, type TEXT NOT NULL, resource TEXT NOT NULL,
+    namespace TEXT NOT NULL, name TEXT NOT NULL, data BLOB NOT NULL, prev BLOB
+);
+CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+PRAGMA user_version = 1;
+"""
+
+
+def test_a_database_with_previous_versions_in_full_is_converted_and_still_reads_them(
+    registry: Registry, db_path: Path
+) -> None:
+    v6, v7 = _format_0_configmap("a", 6, "b"), _format_0_configmap("a", 7, "c")
+    with sqlite3.connect(db_path) as db:
+        db.executescript(_FORMAT_1)
+        db.executemany(
+            "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                (6, "ADDED", "configmaps", "default", "a", v6, None),
+                (7, "MODIFIED", "configmaps", "default", "a", v7, v6),
+            ],
+        )
+        db.executemany("INSERT INTO meta VALUES (?, ?)", [("compacted", 5), ("rv", 7)])
+    with Store(registry, db_path) as store:
+        assert store.get("v1", "ConfigMap", "a", "default") == orjson.loads(v7)
+        history = [c for c in store._changes_after(5) if c.resource == "configmaps"]
+        assert [(c.rv, c.prev.raw if c.prev else None) for c in history] == [(6, None), (7, v6)]
+        _set(store, "a", "d")
+    with sqlite3.connect(db_path) as db:
+        assert int(db.execute("PRAGMA user_version").fetchone()[0]) == log_module.FORMAT
+    assert _prev_columns(db_path)[-1][1:] == (None, 7)
 
 
 # The format before the log became the only copy of the objects, as kubehpc made it.

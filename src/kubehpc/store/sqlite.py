@@ -3,13 +3,21 @@
 Two tables: ``events``, the change log, and ``meta`` (the compaction point of the log and the
 resourceVersion counter). The log is the only copy of the objects, as in a log-structured
 store: a restart reads the current version of every object from it (the newest row of each
-object, unless that row is its deletion). Compaction forgets the rows at or below a
-resourceVersion that are no longer any object's current version, so the watch history before
-that point is gone (watches from there get 410) while every stored object stays. Every write
-appends rows at the end of the log's b-tree; an earlier format also kept an ``objects`` table
-keyed by name, whose writes landed on random pages and cost twice the log's (docs/performance.md,
-"Seventh pass"). A database in that format is converted when it is opened (one way: an older
-kubehpc would not see the objects of a converted database).
+object, unless that row is its deletion). Every write appends rows at the end of the log's
+b-tree; an earlier format also kept an ``objects`` table keyed by name, whose writes landed on
+random pages and cost twice the log's (docs/performance.md, "Seventh pass").
+
+A change carries the version before it (selector watches need it to tell an object leaving
+their selection from one entering it). A row names that version by its resourceVersion
+(``prev_rv``): it is the object's previous row, so reading it back is a lookup by primary key,
+where storing it again in full (``prev``, as the previous format did) wrote about a third more
+bytes per workload (docs/performance.md, "Fifteenth pass"). Compaction forgets the rows at or
+below a resourceVersion that were replaced at or below it too, so the watch history before that
+point is gone (watches from there get 410) while every stored object stays, and so does the
+version each object had at that point, as etcd keeps it, when a later change names it.
+
+Databases in the earlier formats are converted when they are opened (one way: an older kubehpc
+would not see the objects, or the previous versions, of a converted database).
 
 Durability: every write transaction is committed before the store call that made it returns.
 With ``journal_mode=WAL`` and ``synchronous=NORMAL`` a commit appends the transaction to the
@@ -34,12 +42,13 @@ from kubehpc.store.records import DELETED, Change, Record
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
     rv INTEGER PRIMARY KEY, type TEXT NOT NULL, resource TEXT NOT NULL,
-    namespace TEXT NOT NULL, name TEXT NOT NULL, data BLOB NOT NULL, prev BLOB
+    namespace TEXT NOT NULL, name TEXT NOT NULL, data BLOB NOT NULL, prev BLOB, prev_rv INTEGER
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 """
-# ``PRAGMA user_version`` of a database in this format (0: the format with an objects table).
-FORMAT = 1
+# ``PRAGMA user_version`` of a database in this format (0: the format with an objects table;
+# 1: previous versions stored in full in ``prev``, no ``prev_rv``).
+FORMAT = 2
 
 # A new database gets 16 KiB pages rather than SQLite's 4 KiB: fewer WAL frames and write()
 # calls per commit. An existing database keeps the page size it was made with (WAL mode
@@ -75,15 +84,18 @@ class SqliteLog:
         self._db.executescript(_SCHEMA)
         if int(self._db.execute("PRAGMA user_version").fetchone()[0]) < FORMAT:
             self._convert()
-        # resourceVersions of the rows that are no longer an object's current version (a later
-        # row of the object or its deletion replaced them): what compaction may forget. Kept
-        # in memory only; ``objects()``, which the store reads when it opens the file, finds
-        # them all again, so a crash loses none.
+        # Rows that are no longer an object's current version, by resourceVersion, and the
+        # resourceVersion of the row that replaced each (a later version of the object or its
+        # deletion; a deletion row replaces itself): compaction up to ``rv`` forgets the rows
+        # replaced at or below ``rv``. Kept in memory only; ``objects()``, which the store reads
+        # when it opens the file, finds them all again, so a crash loses none.
         self._superseded = array.array("q")
+        self._superseded_by = array.array("q")
 
     def _convert(self) -> None:
-        """From the format with an ``objects`` table: each current object becomes a log row
-        at its resourceVersion, unless the log still holds the change that wrote it."""
+        """From the earlier formats. With an ``objects`` table: each current object becomes a
+        log row at its resourceVersion, unless the log still holds the change that wrote it.
+        Without ``prev_rv``: the column is added; the rows written before keep their ``prev``."""
         db = self._db
         db.execute("BEGIN")
         try:
@@ -93,6 +105,9 @@ class SqliteLog:
                     "SELECT rv, 'ADDED', resource, namespace, name, data FROM objects"
                 )
                 db.execute("DROP TABLE objects")
+            columns = {row[1] for row in db.execute("PRAGMA table_info(events)")}
+            if "prev_rv" not in columns:
+                db.execute("ALTER TABLE events ADD COLUMN prev_rv INTEGER")
             db.execute(f"PRAGMA user_version = {FORMAT}")
             db.execute("COMMIT")
         except BaseException:
@@ -110,8 +125,9 @@ class SqliteLog:
         """(resource, namespace, name, resourceVersion, data) of every stored object: the newest
         log row of each, unless that row is its deletion. Also notes which rows are superseded."""
         current: dict[tuple[str, str, str], tuple[int, str, bytes]] = {}
-        superseded = self._superseded
+        superseded, by = self._superseded, self._superseded_by
         del superseded[:]
+        del by[:]
         for rv, type_, resource, namespace, name, data in self._db.execute(
             "SELECT rv, type, resource, namespace, name, data FROM events ORDER BY rv"
         ):
@@ -119,39 +135,49 @@ class SqliteLog:
             before = current.get(key)
             if before is not None:
                 superseded.append(before[0])
+                by.append(rv)
             current[key] = (rv, type_, data)
         for (resource, namespace, name), (rv, type_, data) in current.items():
             if type_ == DELETED:
                 superseded.append(rv)
+                by.append(rv)
             else:
                 yield resource, namespace, name, rv, data
 
     def changes_after(self, rv: int, limit: int | None = None) -> list[Change]:
         """Logged changes with a resourceVersion above ``rv``, oldest first (``limit``: the
-        newest ``limit`` of them)."""
+        newest ``limit`` of them), each with the version before it."""
+        columns = "rv, type, resource, namespace, name, data, prev, prev_rv"
         if limit is not None:
             rows = self._db.execute(
-                "SELECT * FROM (SELECT rv, type, resource, namespace, name, data, prev FROM events "
+                f"SELECT * FROM (SELECT {columns} FROM events "
                 "WHERE rv > ? ORDER BY rv DESC LIMIT ?) ORDER BY rv",
                 (rv, limit),
             ).fetchall()
         else:
             rows = self._db.execute(
-                "SELECT rv, type, resource, namespace, name, data, prev FROM events WHERE rv > ? ORDER BY rv",
-                (rv,),
+                f"SELECT {columns} FROM events WHERE rv > ? ORDER BY rv", (rv,)
             ).fetchall()
-        return [
-            Change(
-                r[0],
-                r[1],
-                r[2],
-                r[3],
-                r[4],
-                Record(r[5], rv=r[0]),
-                Record(r[6]) if r[6] is not None else None,
-            )
-            for r in rows
-        ]
+        data = {r[0]: r[5] for r in rows}
+        data.update(self._rows_data([r[7] for r in rows if r[7] is not None and r[7] not in data]))
+        changes = []
+        for r in rows:
+            prev: Record | None = None
+            if r[6] is not None:  # written by the previous format
+                prev = Record(r[6])
+            elif r[7] is not None and r[7] in data:
+                prev = Record(data[r[7]], rv=r[7])
+            changes.append(Change(r[0], r[1], r[2], r[3], r[4], Record(r[5], rv=r[0]), prev))
+        return changes
+
+    def _rows_data(self, rvs: list[int]) -> dict[int, bytes]:
+        """The data of the rows at these resourceVersions (those the log still holds)."""
+        out: dict[int, bytes] = {}
+        for at in range(0, len(rvs), _MAX_ROWS_PER_STATEMENT):
+            chunk = rvs[at : at + _MAX_ROWS_PER_STATEMENT]
+            marks = ", ".join("?" * len(chunk))
+            out.update(self._db.execute(f"SELECT rv, data FROM events WHERE rv IN ({marks})", chunk))
+        return out
 
     def last_rv(self) -> int:
         """The last resourceVersion handed out: the newest logged change (the log always keeps
@@ -167,18 +193,10 @@ class SqliteLog:
             _in_chunks(
                 db,
                 "INSERT INTO events VALUES ",
-                "(?, ?, ?, ?, ?, ?, ?)",
+                "(?, ?, ?, ?, ?, ?, ?, ?)",
                 ", ",
                 [
-                    (
-                        c.rv,
-                        c.type,
-                        c.resource,
-                        c.namespace,
-                        c.name,
-                        c.record.raw,
-                        c.prev.raw if c.prev else None,
-                    )
+                    (c.rv, c.type, c.resource, c.namespace, c.name, c.record.raw, *_previous(c))
                     for c in changes
                 ],
             )
@@ -186,17 +204,22 @@ class SqliteLog:
         except BaseException:
             db.execute("ROLLBACK")
             raise
-        superseded = self._superseded
+        superseded, by = self._superseded, self._superseded_by
         for c in changes:
             if c.prev is not None and c.prev.rv:
                 superseded.append(c.prev.rv)
+                by.append(c.rv)
             if c.type == DELETED:
                 superseded.append(c.rv)
+                by.append(c.rv)
 
     def compact(self, up_to_rv: int) -> None:
         """Forget the logged changes at or below ``up_to_rv`` (watches from there get 410),
-        keeping the rows that are still an object's current version."""
-        doomed = sorted(rv for rv in self._superseded if rv <= up_to_rv)
+        keeping the rows that were still an object's current version at ``up_to_rv``: those
+        current now, and those a later change names as its previous version."""
+        doomed = sorted(
+            rv for rv, by in zip(self._superseded, self._superseded_by, strict=True) if by <= up_to_rv
+        )
         db = self._db
         db.execute("BEGIN")
         try:
@@ -212,7 +235,21 @@ class SqliteLog:
         except BaseException:
             db.execute("ROLLBACK")
             raise
-        self._superseded = array.array("q", (rv for rv in self._superseded if rv > up_to_rv))
+        kept = [
+            (rv, by) for rv, by in zip(self._superseded, self._superseded_by, strict=True) if by > up_to_rv
+        ]
+        self._superseded = array.array("q", (rv for rv, _ in kept))
+        self._superseded_by = array.array("q", (by for _, by in kept))
+
+
+def _previous(c: Change) -> tuple[bytes | None, int | None]:
+    """The (prev, prev_rv) columns of a change's row: the previous version by resourceVersion,
+    or in full when its resourceVersion is not known."""
+    if c.prev is None:
+        return None, None
+    if c.prev.rv:
+        return None, c.prev.rv
+    return c.prev.raw, None
 
 
 def _in_chunks(
