@@ -18,7 +18,8 @@ quota for all of them in the end.
 
 ``probe_ms`` (``benchmarks/machine_probe.py``, timed before the plane starts) says how fast this
 machine's one core was just then, to tell runs on different machines, or in a shared machine's
-slow and fast phases, apart.
+slow and fast phases, apart. ``written_kb_per_workload``: what the process handed to
+``write()`` in the timed part (``/proc/self/io``: the SQLite log's pages, almost all of it).
 
     .venv/bin/python benchmarks/admission_e2e.py [--jobs 2000] [--queues 100 --cohorts 10]
 """
@@ -235,6 +236,15 @@ class Stages:
             thread.join(5)
 
 
+def written_bytes() -> int:
+    """Bytes this process has passed to write() so far (Linux; 0 elsewhere)."""
+    try:
+        with open("/proc/self/io") as io:
+            return next(int(line.split()[1]) for line in io if line.startswith("wchar:"))
+    except (OSError, StopIteration):
+        return 0
+
+
 def start_profile(path: str) -> subprocess.Popen[bytes] | None:
     """py-spy attached to this process, sampling from now until :func:`stop_profile`."""
     if not path:
@@ -299,6 +309,7 @@ def main() -> None:
             start = time.perf_counter()
             cpu_start = time.process_time()
             rv_start = store.resource_version
+            written_start = written_bytes()
             batch = 200
             for lo in range(0, args.jobs, batch):
                 with store.batch():
@@ -308,6 +319,7 @@ def main() -> None:
             stages.done.wait(args.timeout)
             elapsed = time.perf_counter() - start
             cpu = time.process_time() - cpu_start
+            written = written_bytes() - written_start
             stop_profile(spy)
             writes = store.resource_version - rv_start
             events = len(store.list("v1", "Event", ListOptions(namespace="default")).items)
@@ -328,11 +340,15 @@ def main() -> None:
         f"{1000 * cpu / max(bound, 1):.1f} ms CPU per workload)"
     )
     per = max(bound, 1)
-    print(f"store writes: {writes} ({writes / per:.1f} per workload, of them {events / per:.1f} Events)")
+    print(
+        f"store writes: {writes} ({writes / per:.1f} per workload, of them {events / per:.1f} Events), "
+        f"{written / per / 1024:.1f} KB written per workload"
+    )
     print(
         f"workloads={args.jobs} queues={max(args.queues, 1)} bound={bound} e2e_workloads_per_s={rate:.0f} "
         f"elapsed_s={elapsed:.2f} cpu_s={cpu:.1f} cpu_ms_per_workload={1000 * cpu / per:.1f} "
-        f"writes_per_workload={writes / per:.1f} peak_rss_mb={rss_mb:.0f} "
+        f"writes_per_workload={writes / per:.1f} written_kb_per_workload={written / per / 1024:.1f} "
+        f"peak_rss_mb={rss_mb:.0f} "
         f"native={'yes' if kubehpc.NATIVE_OFF_REASON is None else 'no'} probe_ms={machine_ms:.1f}"
     )
 
