@@ -31,6 +31,13 @@ class Requirement:
     op: str
     values: tuple[str, ...] = ()
 
+    # Written out: mypyc compiles it to a native constructor, where the one @dataclass
+    # generates runs interpreted (one per requirement per selector parsed).
+    def __init__(self, key: str, op: str, values: tuple[str, ...] = ()) -> None:
+        object.__setattr__(self, "key", key)
+        object.__setattr__(self, "op", op)
+        object.__setattr__(self, "values", values)
+
     def matches(self, labels: Mapping[str, str]) -> bool:
         present = self.key in labels
         op = self.op
@@ -59,6 +66,12 @@ class LabelSelector:
 
     requirements: tuple[Requirement, ...] = ()
     matches_nothing: bool = False
+
+    # Written out: mypyc compiles it to a native constructor, where the one @dataclass
+    # generates runs interpreted (one per selector parsed).
+    def __init__(self, requirements: tuple[Requirement, ...] = (), matches_nothing: bool = False) -> None:
+        object.__setattr__(self, "requirements", requirements)
+        object.__setattr__(self, "matches_nothing", matches_nothing)
 
     def matches(self, labels: Mapping[str, str] | None) -> bool:
         if self.matches_nothing:

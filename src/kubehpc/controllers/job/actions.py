@@ -54,6 +54,28 @@ class JobPlan:
     delete_job: bool = False
     """ttlSecondsAfterFinished has expired: delete the Job (foreground propagation)."""
 
+    # Written out: mypyc compiles it to a native constructor, where the one @dataclass
+    # generates runs interpreted (one per Job per reconcile).
+    def __init__(
+        self,
+        create: list[Obj] | None = None,
+        delete: list[PodDeletion] | None = None,
+        status: Obj | None = None,
+        remove_finalizers: list[str] | None = None,
+        events: list[JobEvent] | None = None,
+        requeue_after: float | None = None,
+        backoff_record: BackoffRecord | None = None,
+        delete_job: bool = False,
+    ) -> None:
+        self.create = [] if create is None else create
+        self.delete = [] if delete is None else delete
+        self.status = status
+        self.remove_finalizers = [] if remove_finalizers is None else remove_finalizers
+        self.events = [] if events is None else events
+        self.requeue_after = requeue_after
+        self.backoff_record = backoff_record
+        self.delete_job = delete_job
+
     @property
     def idle(self) -> bool:
         return not (self.create or self.delete or self.status is not None or self.remove_finalizers) and not (

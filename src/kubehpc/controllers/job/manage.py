@@ -31,6 +31,28 @@ class ManageContext:
     indexes: IndexState | None = None
     backoff_record: BackoffRecord = field(default_factory=BackoffRecord)
 
+    # Written out: mypyc compiles it to a native constructor, where the one @dataclass
+    # generates runs interpreted (one per Job per reconcile).
+    def __init__(
+        self,
+        spec: JobSpec,
+        pods: list[Obj],
+        active: list[Obj],
+        ready: int,
+        terminating: int,
+        succeeded: int = 0,
+        indexes: IndexState | None = None,
+        backoff_record: BackoffRecord | None = None,
+    ) -> None:
+        self.spec = spec
+        self.pods = pods
+        self.active = active
+        self.ready = ready
+        self.terminating = terminating
+        self.succeeded = succeeded
+        self.indexes = indexes
+        self.backoff_record = BackoffRecord() if backoff_record is None else backoff_record
+
 
 def pods_for_removal(spec: JobSpec, active: list[Obj], at_least: int) -> list[Obj]:
     """Active pods to delete: for Indexed Jobs every pod without a valid index and all but

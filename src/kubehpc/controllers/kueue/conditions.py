@@ -7,15 +7,19 @@ callers write only real changes.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import math
+from datetime import datetime
 from typing import Any
+
+from kubehpc.store.strategy import rfc3339
 
 Obj = dict[str, Any]
 MAX_MESSAGE = 32768  # the CRD's maxLength for a condition message
 
 
 def format_time(when: datetime) -> str:
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # rfc3339 formats each second once: every condition an admission cycle sets stamps it.
+    return rfc3339(math.floor(when.timestamp()))
 
 
 def conditions_of(obj: Obj) -> list[Obj]:

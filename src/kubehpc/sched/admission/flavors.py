@@ -55,6 +55,14 @@ class PodSetResult:
     flavors: dict[str, str]
     usage: dict[str, int]
 
+    # Written out: mypyc compiles it to a native constructor, where the one @dataclass
+    # generates runs interpreted (one per pod set per flavor assignment).
+    def __init__(self, name: str, count: int, flavors: dict[str, str], usage: dict[str, int]) -> None:
+        self.name = name
+        self.count = count
+        self.flavors = flavors
+        self.usage = usage
+
 
 @dataclass(slots=True)
 class Assignment:
@@ -74,6 +82,32 @@ class Assignment:
     """Flavors skipped because their nodes cannot host the pods, and why."""
     counts: tuple[int, ...] = ()
     """Pods per pod set this assignment was made for (fewer than asked: partial admission)."""
+
+    # Written out: mypyc compiles it to a native constructor, where the one @dataclass
+    # generates runs interpreted (one per workload per flavor assignment).
+    def __init__(
+        self,
+        mode: int,
+        borrowing: bool = False,
+        pod_sets: list[PodSetResult] | None = None,
+        usage: list[tuple[int, int]] | None = None,
+        preempt_frs: set[int] | None = None,
+        shortfalls: list[Shortfall] | None = None,
+        blocking: list[Shortfall] | None = None,
+        uncovered: str = "",
+        mismatches: list[str] | None = None,
+        counts: tuple[int, ...] = (),
+    ) -> None:
+        self.mode = mode
+        self.borrowing = borrowing
+        self.pod_sets = [] if pod_sets is None else pod_sets
+        self.usage = [] if usage is None else usage
+        self.preempt_frs = set() if preempt_frs is None else preempt_frs
+        self.shortfalls = [] if shortfalls is None else shortfalls
+        self.blocking = [] if blocking is None else blocking
+        self.uncovered = uncovered
+        self.mismatches = [] if mismatches is None else mismatches
+        self.counts = counts
 
 
 @dataclass(slots=True)

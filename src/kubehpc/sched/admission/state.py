@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kubehpc.sched.admission.model import Workload
 
@@ -21,10 +21,28 @@ class Holder:
     """Already being evicted (Evicted=True, quota not yet released)."""
     new: bool = False
     """Admitted in this decision."""
-    priority: int = 0
-    rank: tuple[int, float, str] = (0, 0.0, "")
+    priority: int = field(init=False)
+    rank: tuple[int, float, str] = field(init=False)
     """Victim order within a ClusterQueue: lower priority, then admitted most recently, then uid."""
 
-    def __post_init__(self) -> None:
-        self.priority = self.wl.priority
-        self.rank = (self.wl.priority, -self.reserved_at, self.wl.uid)
+    # Written out: mypyc compiles it to a native constructor, where the one @dataclass
+    # generates runs interpreted (one per workload holding quota per decision).
+    def __init__(
+        self,
+        wl: Workload,
+        cq: int,
+        usage: list[tuple[int, int]],
+        frs: frozenset[int],
+        reserved_at: float,
+        evicted: bool = False,
+        new: bool = False,
+    ) -> None:
+        self.wl = wl
+        self.cq = cq
+        self.usage = usage
+        self.frs = frs
+        self.reserved_at = reserved_at
+        self.evicted = evicted
+        self.new = new
+        self.priority = wl.priority
+        self.rank = (wl.priority, -reserved_at, wl.uid)
