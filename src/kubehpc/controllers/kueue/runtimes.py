@@ -34,6 +34,8 @@ def runtime_fields(job: Obj) -> tuple[int | None, str | None]:
 
 
 def _positive_int(value: Any) -> int | None:
+    if value is None:  # the usual case: raising and catching costs more than the rest
+        return None
     try:
         n = int(str(value))
     except (TypeError, ValueError):
