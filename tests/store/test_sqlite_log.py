@@ -266,41 +266,6 @@ def test_a_failed_commit_marks_nothing_superseded(registry: Registry, db_path: P
         assert reopened.get("v1", "ConfigMap", "a", "default")["data"] == {"value": "kept"}
 
 
-# The format that stored each change's previous version in full, as kubehpc made it.
-_FORMAT_1 = """
-CREATE TABLE events (
-    rv INTEGER PRIMARY KEY, type TEXT NOT NULL, resource TEXT NOT NULL,
-    namespace TEXT NOT NULL, name TEXT NOT NULL, data BLOB NOT NULL, prev BLOB
-);
-CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
-PRAGMA user_version = 1;
-"""
-
-
-def test_a_database_with_previous_versions_in_full_is_converted_and_still_reads_them(
-    registry: Registry, db_path: Path
-) -> None:
-    v6, v7 = _format_0_configmap("a", 6, "b"), _format_0_configmap("a", 7, "c")
-    with sqlite3.connect(db_path) as db:
-        db.executescript(_FORMAT_1)
-        db.executemany(
-            "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [
-                (6, "ADDED", "configmaps", "default", "a", v6, None),
-                (7, "MODIFIED", "configmaps", "default", "a", v7, v6),
-            ],
-        )
-        db.executemany("INSERT INTO meta VALUES (?, ?)", [("compacted", 5), ("rv", 7)])
-    with Store(registry, db_path) as store:
-        assert store.get("v1", "ConfigMap", "a", "default") == orjson.loads(v7)
-        history = [c for c in store._changes_after(5) if c.resource == "configmaps"]
-        assert [(c.rv, c.prev.raw if c.prev else None) for c in history] == [(6, None), (7, v6)]
-        _set(store, "a", "d")
-    with sqlite3.connect(db_path) as db:
-        assert int(db.execute("PRAGMA user_version").fetchone()[0]) == log_module.FORMAT
-    assert _prev_columns(db_path)[-1][1:] == (None, 7)
-
-
 # The format before the log became the only copy of the objects, as kubehpc made it.
 _FORMAT_0 = """
 CREATE TABLE objects (
@@ -315,10 +280,35 @@ CREATE TABLE events (
 CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 """
 
+# The format that stored each change's previous version in full, as kubehpc made it.
+_FORMAT_1 = """
+CREATE TABLE events (
+    rv INTEGER PRIMARY KEY, type TEXT NOT NULL, resource TEXT NOT NULL,
+    namespace TEXT NOT NULL, name TEXT NOT NULL, data BLOB NOT NULL, prev BLOB
+);
+CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+PRAGMA user_version = 1;
+"""
 
-def _format_0_configmap(name: str, rv: int, value: str) -> bytes:
+
+def _old_configmap(name: str, rv: int, value: str) -> bytes:
     meta = {"name": name, "namespace": "default", "uid": f"uid-{name}", "resourceVersion": str(rv)}
     return orjson.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"value": value}})
+
+
+def _old_database(db_path: Path, schema: str, name: str, at_6: bytes, at_7: bytes) -> None:
+    """A database as an older kubehpc left it: ``schema``, ConfigMap ``name`` created at rv 6
+    and changed at 7 (the change carrying the version before it in full), compacted at 5."""
+    with sqlite3.connect(db_path) as db:
+        db.executescript(schema)
+        db.executemany(
+            "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                (6, "ADDED", "configmaps", "default", name, at_6, None),
+                (7, "MODIFIED", "configmaps", "default", name, at_7, at_6),
+            ],
+        )
+        db.executemany("INSERT INTO meta VALUES (?, ?)", [("compacted", 5), ("rv", 7)])
 
 
 def test_a_database_with_an_objects_table_is_converted_and_keeps_objects_and_history(
@@ -327,24 +317,16 @@ def test_a_database_with_an_objects_table_is_converted_and_keeps_objects_and_his
     # "old" was written at rv 3, a change the log no longer holds (compacted at 5); "new" was
     # created at 6 and changed at 7, both still in the log
     old, new_6, new_7 = (
-        _format_0_configmap("old", 3, "a"),
-        _format_0_configmap("new", 6, "b"),
-        _format_0_configmap("new", 7, "c"),
+        _old_configmap("old", 3, "a"),
+        _old_configmap("new", 6, "b"),
+        _old_configmap("new", 7, "c"),
     )
+    _old_database(db_path, _FORMAT_0, "new", new_6, new_7)
     with sqlite3.connect(db_path) as db:
-        db.executescript(_FORMAT_0)
         db.executemany(
             "INSERT INTO objects VALUES (?, ?, ?, ?, ?)",
             [("configmaps", "default", "old", 3, old), ("configmaps", "default", "new", 7, new_7)],
         )
-        db.executemany(
-            "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [
-                (6, "ADDED", "configmaps", "default", "new", new_6, None),
-                (7, "MODIFIED", "configmaps", "default", "new", new_7, new_6),
-            ],
-        )
-        db.executemany("INSERT INTO meta VALUES (?, ?)", [("compacted", 5), ("rv", 7)])
     with Store(registry, db_path) as store:
         assert store.get("v1", "ConfigMap", "old", "default") == orjson.loads(old)
         assert store.get("v1", "ConfigMap", "new", "default") == orjson.loads(new_7)
@@ -357,3 +339,18 @@ def test_a_database_with_an_objects_table_is_converted_and_keeps_objects_and_his
     assert "objects" not in tables
     with Store(registry, db_path) as reopened:  # and a converted database opens as any other
         assert reopened.get("v1", "ConfigMap", "old", "default") == orjson.loads(old)
+
+
+def test_a_database_with_previous_versions_in_full_is_converted_and_still_reads_them(
+    registry: Registry, db_path: Path
+) -> None:
+    at_6, at_7 = _old_configmap("a", 6, "b"), _old_configmap("a", 7, "c")
+    _old_database(db_path, _FORMAT_1, "a", at_6, at_7)
+    with Store(registry, db_path) as store:
+        assert store.get("v1", "ConfigMap", "a", "default") == orjson.loads(at_7)
+        history = [c for c in store._changes_after(5) if c.resource == "configmaps"]
+        assert [(c.rv, c.prev.raw if c.prev else None) for c in history] == [(6, None), (7, at_6)]
+        _set(store, "a", "d")
+    with sqlite3.connect(db_path) as db:
+        assert int(db.execute("PRAGMA user_version").fetchone()[0]) == log_module.FORMAT
+    assert _prev_columns(db_path)[-1][1:] == (None, 7)  # written the new way
