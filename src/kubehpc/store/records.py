@@ -42,7 +42,7 @@ class Record:
         self.raw = raw
         self._obj = obj
         # The resourceVersion of the change that wrote this version; 0 when not known (the
-        # previous version carried by a change read back from the log).
+        # previous version carried by a change that a log in the earlier format read back).
         self.rv = rv
 
     @classmethod
