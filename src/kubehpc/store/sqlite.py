@@ -39,6 +39,21 @@ from pathlib import Path
 
 from kubehpc.store.records import DELETED, Change, Record
 
+
+def _as_null(value: None) -> None:
+    return None
+
+
+# sqlite3 binds int, float, str and bytearray parameters as they are, but hands bytes and None
+# to its adaptation protocol first: no adapter registered, it looks for ``__adapt__`` on its
+# protocol and ``__conform__`` on the value, and each miss raises and clears an AttributeError
+# with a formatted message. Every row of the log binds a bytes object and one or two None:
+# a third of the instructions of a commit went there. Registered adapters are found by one dict
+# lookup; both return the value unchanged (``bytes(b)`` is ``b`` for bytes), so what is bound
+# is the same, for every connection of the process.
+sqlite3.register_adapter(bytes, bytes)
+sqlite3.register_adapter(type(None), _as_null)
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
     rv INTEGER PRIMARY KEY, type TEXT NOT NULL, resource TEXT NOT NULL,
