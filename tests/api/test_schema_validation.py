@@ -144,6 +144,41 @@ def test_a_yaml_boolean_in_a_string_field_is_a_type_error(registry: Registry) ->
     assert cause.field == "spec.template.spec.containers[0].env[0].value"
 
 
+def test_a_number_in_a_list_of_strings_is_reported_at_its_index(registry: Registry) -> None:
+    job = _job()
+    _container(job)["command"] = ["mpirun", "-np", 4, "app"]
+    (cause,) = _causes(registry, job)
+    assert (cause.field, cause.reason) == (
+        "spec.template.spec.containers[0].command[2]",
+        "FieldValueTypeInvalid",
+    )
+
+
+def test_a_number_in_a_map_of_strings_is_reported_at_its_key(registry: Registry) -> None:
+    job = _job()
+    job["spec"]["template"]["spec"]["nodeSelector"] = {"zone": "a", "gpus": 8}
+    (cause,) = _causes(registry, job)
+    assert (cause.field, cause.reason) == ("spec.template.spec.nodeSelector.gpus", "FieldValueTypeInvalid")
+
+
+def test_a_string_in_a_boolean_field_is_a_type_error(registry: Registry) -> None:
+    job = _job()
+    _container(job)["stdin"] = "yes"
+    (cause,) = _causes(registry, job)
+    assert cause.field == "spec.template.spec.containers[0].stdin"
+
+
+def test_int_or_string_rejects_a_boolean(registry: Registry) -> None:
+    svc = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "s"},
+        "spec": {"ports": [{"port": 80, "targetPort": True}]},
+    }
+    (cause,) = _causes(registry, svc)
+    assert cause.field == "spec.ports[0].targetPort"
+
+
 def test_int_or_string_accepts_both(registry: Registry) -> None:
     svc = {
         "apiVersion": "v1",

@@ -25,6 +25,7 @@ import functools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from types import NoneType
 from typing import Any
 
 import orjson
@@ -215,6 +216,9 @@ class _Compiler:
         if not props_schema and extra is None:
             return _check_free_object  # RawExtension-like: any object, kept as written
         props = {k: self.compile(v) for k, v in props_schema.items() if k not in skip}
+        # Per property, the one type its check always passes (a plain string field holding a
+        # string): such a value is not checked at all, and no path is built for it.
+        passing = {k: _PASSING_TYPE.get(check, NoneType) for k, check in props.items()}
         required = tuple(r for r in schema.get("required") or () if r not in skip)
         enums = {k: tuple(v["enum"]) for k, v in props_schema.items() if "enum" in v and k not in skip}
         closed = extra is False
@@ -229,7 +233,7 @@ class _Compiler:
             for key, item in value.items():
                 prop = props.get(key)
                 if prop is not None:
-                    if item is not None:
+                    if item is not None and type(item) is not passing[key]:
                         prop(item, f"{path}.{key}" if path else key, out)
                 elif key in skip:
                     continue
@@ -258,6 +262,8 @@ class _Compiler:
 
     @staticmethod
     def _map(values: Check) -> Check:
+        passing = _PASSING_TYPE.get(values, NoneType)  # labels and annotations: str
+
         def check(value: Any, path: str, out: Collector) -> None:
             if value is None:
                 return
@@ -265,13 +271,14 @@ class _Compiler:
                 out.type_error(path, value, "an object")
                 return
             for key, item in value.items():
-                if item is not None:
+                if item is not None and type(item) is not passing:
                     values(item, child_path(path, str(key)), out)
 
         return check
 
     def _array(self, schema: Schema) -> Check:
         items = self.compile(schema.get("items") or {})
+        passing = _PASSING_TYPE.get(items, NoneType)  # a command's arguments: str
 
         def check(value: Any, path: str, out: Collector) -> None:
             if value is None:
@@ -280,7 +287,8 @@ class _Compiler:
                 out.type_error(path, value, "a list")
                 return
             for i, item in enumerate(value):
-                items(item, f"{path}[{i}]", out)
+                if type(item) is not passing:
+                    items(item, f"{path}[{i}]", out)
 
         return check
 
@@ -375,6 +383,16 @@ def _check_quantity(value: Any, path: str, out: Collector) -> None:
 def _check_int_or_string(value: Any, path: str, out: Collector) -> None:
     if value is not None and type(value) not in (int, str):
         out.type_error(path, value, "an integer or a string")
+
+
+# Leaf checks and the one type each passes without looking further. A check missing here
+# maps to NoneType, which a value handed to it never has (None is not checked).
+_PASSING_TYPE: dict[Check, type] = {
+    _check_string: str,
+    _check_boolean: bool,
+    _check_free_object: dict,
+    _check_int_or_string: str,
+}
 
 
 @functools.cache
