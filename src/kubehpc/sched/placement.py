@@ -164,6 +164,16 @@ def capacity(table: NodeTable, used: IntArray, rows: IntArray, req: Request) -> 
     return result
 
 
+def _room_on(table: NodeTable, used: IntArray, node: int, req: Request) -> int:
+    """``capacity`` of one node, without building arrays for it."""
+    room = -1  # no positive request: unbounded, as capacity's int64 maximum
+    for col, amount in zip(req.columns.tolist(), req.amounts.tolist(), strict=True):
+        free = int(table.allocatable[node, col]) - int(used[node, col])
+        fits = max(free // amount, 0)
+        room = fits if room < 0 else min(room, fits)
+    return int(np.iinfo(np.int64).max) if room < 0 else room
+
+
 def fits_one(table: NodeTable, used: IntArray, ok: BoolArray, req: Request) -> BoolArray:
     """Of the nodes in ``ok``, those with room for one more pod of the request."""
     fits = ok.copy()
@@ -270,15 +280,14 @@ def place(
     ok = static_fit(table, shape)
     if allowed is not None:
         ok = ok & allowed
+    rows = np.flatnonzero(ok)
+    if len(rows) <= 1:
+        # The filters left one node at most (a pod pinned by nodeName, a hostname selector or
+        # the node its admission planned): nothing to score, only its room to check.
+        room = _room_on(table, usage.used, int(rows[0]), req) if len(rows) else 0
+        return np.full(min(k, room), rows[0] if len(rows) else 0, dtype=np.int64)
     # Keys order (score desc, node id asc) as one integer: score * n + (n - 1 - id).
     if k == 1:
-        only = np.flatnonzero(ok)
-        if len(only) <= 1:
-            # The filters left one node at most (a pod pinned by nodeName, a hostname selector
-            # or the node its admission planned): nothing to score, only its room to check.
-            if len(only) and capacity(table, usage.used, only, req)[0] > 0:
-                return only.astype(np.int64)
-            return np.zeros(0, dtype=np.int64)
         # One pod: score every node in place (contiguous columns beat gathering the fitting rows).
         fits = fits_one(table, usage.used, ok, req)
         first = _score_one(table, usage, shape, config)
@@ -286,7 +295,6 @@ def place(
         keys[~fits] = -1
         best = int(keys.argmax())
         return np.array([best] if keys[best] >= 0 else [], dtype=np.int64)
-    rows = np.flatnonzero(ok)
     cap = capacity(table, usage.used, rows, req)
     has_room = cap > 0
     rows, cap = rows[has_room], cap[has_room]
