@@ -87,3 +87,18 @@ def test_an_unreadable_plan_is_ignored() -> None:
     bad = pod("bad", plan="n1")
     planned.observe("default/bad", bad)
     assert pinned_to(planned.pin([waiting(bad, 1)])) == {"default/bad": None}
+
+
+def test_pods_of_one_shape_pinned_to_one_node_share_one_pinned_shape() -> None:
+    # The core places runs of one shape object in one step: two pods planned on one node must
+    # come out with the same object, and a pod on another node with its own.
+    planned = PlannedNodes()
+    pods = [pod("a", plan="n1=2,n2=1"), pod("b", plan="n1=2,n2=1"), pod("c", plan="n1=2,n2=1")]
+    for p in pods:
+        planned.observe(f"default/{p['metadata']['name']}", p)
+    first = planned.pin([waiting(p, i) for i, p in enumerate(pods)])
+    again = planned.pin([waiting(p, i) for i, p in enumerate(pods)])
+    assert pinned_to(first) == {"default/a": "n1", "default/b": "n1", "default/c": "n2"}
+    assert first[0].shape is first[1].shape is again[0].shape
+    assert first[2].shape is again[2].shape is not first[0].shape
+    assert [w.key for w in again] == [w.key for w in first] and again[2].obj is pods[2]

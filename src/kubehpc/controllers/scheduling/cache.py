@@ -185,6 +185,13 @@ class Waiting:
         object.__setattr__(self, "arrival", arrival)
         object.__setattr__(self, "identity", identity)
 
+    def with_shape(self, shape: PodShape) -> Waiting:
+        """This pod with another shape (pinned to its planned node): ``dataclasses.replace``
+        without its interpreted field walk."""
+        return Waiting(
+            self.key, self.uid, shape, self.priority, self.created, self.obj, self.arrival, self.identity
+        )
+
 
 class ClusterCache:
     def __init__(self, scheduler_names: Iterable[str]) -> None:
