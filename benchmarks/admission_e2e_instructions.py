@@ -1,0 +1,80 @@
+"""Instructions of ``admission_e2e.py``'s timed part, counted by callgrind: a figure that two
+runs of one code give within ~3 %, where its wall-clock rate moves by a fifth on a shared
+machine. Runs the benchmark under ``valgrind --tool=callgrind`` with instrumentation switched
+on only between its ``--profile`` hooks, writes the callgrind file (for
+``callgrind_annotate --inclusive=yes``) and prints ``name=value`` last. Needs valgrind (Debian
+package ``valgrind``); about two minutes for 1,000 Jobs.
+
+    .venv/bin/python benchmarks/admission_e2e_instructions.py [--jobs 1000] [--out FILE]
+
+With ``--child`` it is the process under valgrind: the benchmark with the hooks replaced.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SHAPE = ["--queues", "100", "--cohorts", "10", "--nodes", "150"]
+
+
+def child(args: list[str]) -> None:
+    sys.path.insert(0, str(HERE))
+    import admission_e2e as bench
+
+    def toggle(on: bool) -> None:
+        state = "on" if on else "off"
+        subprocess.run(["callgrind_control", "-i", state, str(os.getpid())], check=True, capture_output=True)
+
+    bench.start_profile = lambda path: toggle(True)  # type: ignore[assignment,return-value]
+    bench.stop_profile = lambda proc: toggle(False)  # type: ignore[assignment]
+    sys.argv = ["admission_e2e.py", "--profile", "callgrind", *args]
+    bench.main()
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["--child"]:
+        child(sys.argv[2:])
+        return
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--jobs", type=int, default=1000)
+    parser.add_argument("--out", default="callgrind.admission_e2e.out")
+    args = parser.parse_args()
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+        raise SystemExit("needs valgrind and callgrind_control (apt-get install valgrind)")
+    cmd = [
+        "valgrind",
+        "--tool=callgrind",
+        "--instr-atstart=no",
+        f"--callgrind-out-file={args.out}",
+        sys.executable,
+        __file__,
+        "--child",
+        "--jobs",
+        str(args.jobs),
+        *SHAPE,
+    ]
+    run = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "KUBEHPC_NATIVE": "require"})
+    found = re.search(r"I\s+refs:\s+([\d,]+)", run.stderr)
+    if run.returncode != 0 or found is None:
+        raise SystemExit(
+            f"callgrind run failed ({run.returncode}):\n{run.stdout[-2000:]}\n{run.stderr[-2000:]}"
+        )
+    instructions = int(found.group(1).replace(",", ""))
+    print(run.stdout.strip().splitlines()[-1])
+    print(
+        f"jobs={args.jobs} instructions={instructions} "
+        f"instructions_per_workload={instructions // args.jobs} callgrind_file={args.out}"
+    )
+
+
+if __name__ == "__main__":
+    main()
