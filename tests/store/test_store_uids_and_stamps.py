@@ -22,6 +22,11 @@ def test_a_uid_is_a_random_version_4_uuid() -> None:
         assert parsed.version == 4 and parsed.variant == uuid.RFC_4122
 
 
+def test_a_uid_keeps_the_random_bits_beside_its_variant() -> None:
+    # The variant fixes the top two bits of digit 17; the other two stay random.
+    assert {new_uid()[19] for _ in range(2000)} == {"8", "9", "a", "b"}
+
+
 def test_uids_are_unique_across_threads() -> None:
     per_thread: list[list[str]] = [[] for _ in range(8)]
     threads = [

@@ -53,7 +53,7 @@ def metadata_causes(
     if isinstance(namespace, str) and namespace:
         out.causes.extend(
             Cause(f"{path}.namespace", f"Invalid value: {show_value(namespace)}: {e}")
-            for e in names.dns1123_label(namespace)
+            for e in names.dns1123_label_remembered(namespace)
         )
     out.causes.extend(_owner_causes(meta.get("ownerReferences"), f"{path}.ownerReferences"))
     out.causes.extend(_label_causes(meta.get("labels"), f"{path}.labels"))

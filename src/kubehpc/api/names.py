@@ -162,6 +162,12 @@ def qualified_name_remembered(value: str) -> tuple[str, ...]:
     return tuple(qualified_name(value))
 
 
+@functools.lru_cache(maxsize=1024)
+def dns1123_label_remembered(value: str) -> tuple[str, ...]:
+    """:func:`dns1123_label`, remembered per value: namespaces, checked on every write, are few."""
+    return tuple(dns1123_label(value))
+
+
 @functools.lru_cache(maxsize=8192)
 def label_value_remembered(value: str) -> tuple[str, ...]:
     """:func:`label_value`, remembered per value."""

@@ -77,14 +77,16 @@ class _RandomBytes:
 _random_bytes = _RandomBytes()
 
 
+# The RFC 4122 variant's hexadecimal digit for the low two bits of a random one (8, 9, a, b).
+_VARIANT_DIGIT = {f"{i:x}": "89ab"[i & 3] for i in range(16)}
+
+
 def new_uid() -> str:
-    """A random (version 4) UUID, as the API server gives each object; formatted by hand, which
-    costs a sixth of ``str(uuid.uuid4())``."""
-    b = bytearray(_random_bytes.take(16))
-    b[6] = (b[6] & 0x0F) | 0x40  # version 4
-    b[8] = (b[8] & 0x3F) | 0x80  # RFC 4122 variant
-    h = b.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    """A random (version 4) UUID, as the API server gives each object; formatted by hand from
+    hexadecimal digits, which costs a tenth of ``str(uuid.uuid4())``."""
+    h = _random_bytes.take(16).hex()
+    # Digit 12 is the version (4), digit 16 carries the variant in its top two bits.
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT_DIGIT[h[16]]}{h[17:20]}-{h[20:]}"
 
 
 def resource_ref(rt: ResourceType) -> str:
