@@ -1,8 +1,12 @@
-"""Instructions of ``admission_e2e.py``'s timed part, counted by callgrind: a figure that two
-runs of one code give within ~3 %, where its wall-clock rate moves by a fifth on a shared
-machine. Runs the benchmark under ``valgrind --tool=callgrind`` with instrumentation switched
-on only between its ``--profile`` hooks, writes the callgrind file (for
-``callgrind_annotate --inclusive=yes``) and prints ``name=value`` last. Needs valgrind (Debian
+"""Instructions of ``admission_e2e.py``'s timed part, counted by callgrind: a steadier figure
+than its wall-clock rate, which moves by a fifth on a shared machine. The total still moves by
+up to ~8 % between runs of one code (the controllers' threads batch their work differently from
+run to run); the inclusive count of a function called once per object written moves by under
+1 %, so compare those.
+
+Runs the benchmark under ``valgrind --tool=callgrind`` with instrumentation switched on only
+between its ``--profile`` hooks, writes the callgrind file (for ``callgrind_annotate
+--inclusive=yes``) and prints ``name=value`` last. Needs valgrind (Debian
 package ``valgrind``); about two minutes for 1,000 Jobs.
 
     .venv/bin/python benchmarks/admission_e2e_instructions.py [--jobs 1000] [--out FILE]
