@@ -64,7 +64,7 @@ COMPILED = (
 # runtime-checkable Protocols (it turns a Protocol into a plain class).
 INTERPRETED = (
     "store/awatch.py",  # async generators (the HTTP server's watch streams)
-    "controllers/kueue/jobframework.py",  # runtime-checkable Protocols (a kind's optional parts)
+    "controllers/kueue/jobprotocols.py",  # runtime-checkable Protocols (a kind's optional parts)
 )
 
 

@@ -6,19 +6,38 @@ object in a small adapter with these methods, and one generic reconciler
 job when the Workload is admitted and stops it when the Workload is evicted. Adapters mutate
 their object in place and never write; the reconciler writes.
 
-Optional capabilities are separate protocols, detected with ``isinstance`` (Kueue's
-``JobWithPriorityClass``, ``JobWithCustomStop``).
+Optional capabilities are separate protocols (Kueue's ``JobWithPriorityClass``,
+``JobWithCustomStop``), in :mod:`kubehpc.controllers.kueue.jobprotocols` and asked with
+:func:`has_capability`.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, cast
+
+from mypy_extensions import mypyc_attr
 
 from kubehpc.controllers.kueue import constants as k
-from kubehpc.store.client import Client
+from kubehpc.controllers.kueue.jobprotocols import GenericJob, JobWithCustomStop, JobWithPriorityClass
+
+__all__ = [
+    "GenericJob",
+    "Integration",
+    "JobWithCustomStop",
+    "JobWithPriorityClass",
+    "PodSetConflict",
+    "PodSetInfo",
+    "SpecJob",
+    "custom_stop_of",
+    "merge_into_template",
+    "priority_class_of",
+    "queue_name",
+    "restore_template",
+    "workload_priority_class",
+]
 
 Obj = dict[str, Any]
 
@@ -110,43 +129,8 @@ def restore_template(template: Obj, info: PodSetInfo) -> bool:
     return changed
 
 
-@runtime_checkable
-class GenericJob(Protocol):
-    """One job object of some kind, seen by the generic reconciler."""
-
-    @property
-    def object(self) -> Obj:
-        """The wrapped object (mutated in place by suspend / run / restore)."""
-        ...
-
-    def is_suspended(self) -> bool: ...
-
-    def suspend(self) -> None: ...
-
-    def run_with_pod_set_info(self, infos: Sequence[PodSetInfo]) -> None:
-        """Unsuspend, with each pod set's admitted flavors (nodeSelector, tolerations) and, for
-        partial admission, its admitted count."""
-        ...
-
-    def restore_pod_set_info(self, infos: Sequence[PodSetInfo]) -> bool:
-        """Undo ``run_with_pod_set_info``'s template and count changes; whether any changed."""
-        ...
-
-    def finished(self) -> tuple[str, bool, bool]:
-        """(message, succeeded, finished)."""
-        ...
-
-    def pod_sets(self) -> list[Obj]:
-        """The Workload's ``spec.podSets`` for this job as it is now. Read only: the templates
-        are the job's own (most calls only compare them); copy them before changing them."""
-        ...
-
-    def is_active(self) -> bool:
-        """Whether any of its pods may still be running (a stopped job waits for this to be
-        False before its quota is released)."""
-        ...
-
-
+# Its subclass BatchJob is subclassed outside the compiled modules (cluster mode's GatedJob).
+@mypyc_attr(allow_interpreted_subclasses=True)
 class SpecJob:
     """The plumbing every adapter shares: the wrapped object and its ``spec``; suspension is
     ``spec.suspend`` unless a kind keeps it elsewhere (the MPIJob's ``runPolicy``)."""
@@ -170,21 +154,6 @@ class SpecJob:
         self.spec["suspend"] = True
 
 
-@runtime_checkable
-class JobWithPriorityClass(Protocol):
-    def priority_class(self) -> str:
-        """The pods' PriorityClass name ("" for none)."""
-        ...
-
-
-@runtime_checkable
-class JobWithCustomStop(Protocol):
-    def stop(self, client: Client, infos: Sequence[PodSetInfo]) -> bool:
-        """Suspend and restore through ``client`` in the kind's own safe order; returns
-        whether the job was running before."""
-        ...
-
-
 @dataclass(frozen=True)
 class Integration:
     """A job kind Kueue manages (Kueue's ``IntegrationCallbacks``)."""
@@ -195,6 +164,31 @@ class Integration:
 
     def owns(self, ref: Mapping[str, Any]) -> bool:
         return ref.get("kind") == self.kind and ref.get("apiVersion") == self.api_version
+
+
+# (adapter class, capability protocol) -> whether the class offers it. An adapter's methods are
+# its class's, so the answer holds for every object of the class.
+_OFFERS: dict[tuple[type, type], bool] = {}
+
+
+def _offers(job: GenericJob, capability: type) -> bool:
+    """``isinstance(job, capability)`` for a runtime-checkable protocol, remembered per
+    adapter class: the ``isinstance`` looks up each of the protocol's methods every time."""
+    key = (type(job), capability)
+    found = _OFFERS.get(key)
+    if found is None:
+        found = _OFFERS[key] = isinstance(job, capability)
+    return found
+
+
+def priority_class_of(job: GenericJob) -> str:
+    """The pods' PriorityClass name as the kind keeps it ("" for none, or a kind without)."""
+    return cast(JobWithPriorityClass, job).priority_class() if _offers(job, JobWithPriorityClass) else ""
+
+
+def custom_stop_of(job: GenericJob) -> JobWithCustomStop | None:
+    """The job as one that stops in its own order, or None for the generic stop."""
+    return cast(JobWithCustomStop, job) if _offers(job, JobWithCustomStop) else None
 
 
 def queue_name(obj: Mapping[str, Any]) -> str:

@@ -31,10 +31,10 @@ from kubehpc.controllers.kueue.conditions import find
 from kubehpc.controllers.kueue.jobframework import (
     GenericJob,
     Integration,
-    JobWithCustomStop,
-    JobWithPriorityClass,
     PodSetConflict,
     PodSetInfo,
+    custom_stop_of,
+    priority_class_of,
     queue_name,
     workload_priority_class,
 )
@@ -198,7 +198,7 @@ class JobReconciler:
                 "kind": k.WORKLOAD_PRIORITY_CLASS,
                 "name": wpc,
             }
-        name = job.priority_class() if isinstance(job, JobWithPriorityClass) else ""
+        name = priority_class_of(job)
         classes = {
             str(pc["metadata"]["name"]): pc
             for pc in self.client.list(
@@ -219,9 +219,7 @@ class JobReconciler:
         spec = wl.setdefault("spec", {})
         changed = spec.get("queueName") != queue
         spec["queueName"] = queue
-        wanted = workload_priority_class(job.object) or (
-            job.priority_class() if isinstance(job, JobWithPriorityClass) else ""
-        )
+        wanted = workload_priority_class(job.object) or (priority_class_of(job))
         # Resolve again only when the job names another class than the Workload has: this
         # runs on every Workload event, and the class's value is read once, at creation.
         if wanted != str((spec.get("priorityClassRef") or {}).get("name") or ""):
@@ -287,8 +285,9 @@ class JobReconciler:
 
     def _stop(self, job: GenericJob, wl: Obj | None, message: str) -> None:
         infos = [PodSetInfo.original(ps) for ps in ((wl or {}).get("spec") or {}).get("podSets") or ()]
-        if isinstance(job, JobWithCustomStop):
-            stopped = job.stop(self.client, infos)
+        custom = custom_stop_of(job)
+        if custom is not None:
+            stopped = custom.stop(self.client, infos)
         elif job.is_suspended():
             if job.restore_pod_set_info(infos):
                 self.client.update(job.object, READ_ONLY_RESULT)
