@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 from kubehpc.controllers.job.workqueue import WorkQueue
@@ -69,3 +70,16 @@ def test_a_closed_queue_returns_nothing() -> None:
     q.add(("ns", "a"))
     q.close()
     assert q.get(1.0) is None
+
+
+def test_a_waiting_worker_wakes_as_soon_as_a_key_is_added() -> None:
+    q = WorkQueue()
+    got: list[tuple[str, str] | None] = []
+    worker = threading.Thread(target=lambda: got.append(q.get(30.0)))
+    worker.start()
+    time.sleep(0.1)  # the worker is waiting by now
+    added = time.monotonic()
+    q.add(("ns", "a"))
+    worker.join(10.0)
+    assert got == [("ns", "a")]
+    assert time.monotonic() - added < 5.0  # woken, not timed out

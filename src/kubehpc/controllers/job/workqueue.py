@@ -28,22 +28,28 @@ class WorkQueue:
         self._due: dict[Key, float] = {}
         self._heap: list[tuple[float, int, Key]] = []
         self._seq = 0  # keeps the heap from ever comparing keys, and equal due times in order
-        self._cond = threading.Condition()
+        # The lock is taken directly and the condition notified only when a getter waits on
+        # it: a Condition's enter, exit and notify run interpreted Python, and most keys are
+        # added while the worker is busy, not waiting.
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._waiting = 0  # getters inside ``_cond.wait``
         self._closed = False
 
     def add(self, key: Key, delay_s: float = 0.0) -> None:
         due = time.monotonic() + max(0.0, delay_s)
-        with self._cond:
+        with self._lock:
             if key not in self._due or due < self._due[key]:
                 self._due[key] = due
                 self._seq += 1
                 heapq.heappush(self._heap, (due, self._seq, key))
-                self._cond.notify()
+                if self._waiting:
+                    self._cond.notify()
 
     def get(self, timeout_s: float) -> Key | None:
         """The next due key, or None after ``timeout_s`` (or once closed)."""
         deadline = time.monotonic() + timeout_s
-        with self._cond:
+        with self._lock:
             while not self._closed:
                 now = time.monotonic()
                 heap = self._heap
@@ -60,16 +66,20 @@ class WorkQueue:
                     wait = deadline - now
                 if wait <= 0:
                     return None
-                self._cond.wait(wait)
+                self._waiting += 1
+                try:
+                    self._cond.wait(wait)
+                finally:
+                    self._waiting -= 1
             return None
 
     def close(self) -> None:
-        with self._cond:
+        with self._lock:
             self._closed = True
             self._cond.notify_all()
 
     def __len__(self) -> int:
-        with self._cond:
+        with self._lock:
             return len(self._due)
 
 

@@ -168,7 +168,8 @@ class AdmissionLoop:
         self.decide = decide
         self.cache = C.AdmissionCache()
         self._memo = WorkloadMemo()  # workloads unchanged since the last cycle are not rebuilt
-        self._queue: queue.Queue[Event] = queue.Queue()
+        # SimpleQueue: a put and a get are one C call each; Queue's run interpreted around a Condition.
+        self._queue: queue.SimpleQueue[Event] = queue.SimpleQueue()
         watched = [(k.KUEUE_API_VERSION, kind) for kind in KUEUE_KINDS] + [("v1", C.NAMESPACE)]
         if self.options.check_nodes:
             watched += [("v1", C.NODE), ("v1", C.POD)]
@@ -379,8 +380,8 @@ class AdmissionLoop:
         queued = W.queued_since(current)
         waited = max(0.0, (now - queued).total_seconds()) if queued is not None else 0.0
         if self.metrics is not None:
-            self.metrics.admitted_workloads_total.labels(decision.cluster_queue).inc()
-            self.metrics.admission_wait_time.labels(decision.cluster_queue).observe(waited)
+            self.metrics.child(self.metrics.admitted_workloads_total, decision.cluster_queue).inc()
+            self.metrics.child(self.metrics.admission_wait_time, decision.cluster_queue).observe(waited)
         self._event(
             written,
             "Normal",
@@ -409,7 +410,7 @@ class AdmissionLoop:
         if done and self.metrics is not None:
             pending = waiting.get(decision.preemptor)
             preempting = pending.cluster_queue if pending is not None else decision.victim_cluster_queue
-            self.metrics.preempted_workloads_total.labels(preempting, reason).inc()
+            self.metrics.child(self.metrics.preempted_workloads_total, preempting, reason).inc()
         return done
 
     def _evict(
@@ -537,8 +538,8 @@ class AdmissionLoop:
             return
         if decisions.pending or decisions.admissions:
             result = SUCCESS if admitted else INADMISSIBLE
-            m.admission_attempts_total.labels(result).inc()
-            m.admission_attempt_duration.labels(result).observe(seconds)
+            m.child(m.admission_attempts_total, result).inc()
+            m.child(m.admission_attempt_duration, result).observe(seconds)
         pending: dict[tuple[str, str], int] = {}
         for p in decisions.pending:
             if p.cluster_queue:
@@ -549,21 +550,25 @@ class AdmissionLoop:
         for state in decisions.cluster_queues:
             name = state.name
             for status in (ACTIVE, INADMISSIBLE):
-                m.pending_workloads.labels(name, status).set(pending.get((name, status), 0))
-            m.admitted_active_workloads.labels(name).set(running.get(name, 0))
+                m.set_gauge(m.pending_workloads, pending.get((name, status), 0), name, status)
+            m.set_gauge(m.admitted_active_workloads, running.get(name, 0), name)
             for status in ("pending", "active", "terminating"):
                 current = "active" if state.active else "pending"
-                m.cluster_queue_status.labels(name, status).set(1 if status == current else 0)
+                m.set_gauge(m.cluster_queue_status, 1 if status == current else 0, name, status)
             usage = {(f, r): a for f, r, a in state.usage}
             cq_obj = self.cache.objects[C.CLUSTER_QUEUE].get(name) or {}
             for flavor, resource, nominal in quota_cells(cq_obj):
                 cells.add((name, flavor, resource))
-                m.nominal_quota.labels(name, flavor, resource).set(
-                    base_units(resource, resource_units(resource, nominal))
+                m.set_gauge(
+                    m.nominal_quota,
+                    base_units(resource, resource_units(resource, nominal)),
+                    name,
+                    flavor,
+                    resource,
                 )
                 used = base_units(resource, usage.get((flavor, resource), 0))
-                m.resource_reservation.labels(name, flavor, resource).set(used)
-                m.resource_usage.labels(name, flavor, resource).set(used)
+                m.set_gauge(m.resource_reservation, used, name, flavor, resource)
+                m.set_gauge(m.resource_usage, used, name, flavor, resource)
         m.forget_gone((s.name for s in decisions.cluster_queues), cells)
 
     def _event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
