@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from kueuekit import KueueCluster, cluster_queue, flavor, local_queue, queued_job
+
+from kubehpc.controllers.kueue.queuestatus import LocalQueueTally, local_queue_status
 
 
 def test_cluster_queue_status_counts_workloads_and_the_quota_they_hold() -> None:
@@ -75,3 +79,18 @@ def test_finished_workloads_leave_the_counts() -> None:
         0,
         0,
     )
+
+
+def test_a_new_queue_status_leaves_the_stored_one_untouched() -> None:
+    # The status is computed from the cached LocalQueue, which other readers share.
+    active = {"type": "Active", "status": "True", "reason": "Ready", "message": "ready"}
+    lq = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "LocalQueue",
+        "metadata": {"name": "team-a", "namespace": "default", "generation": 2},
+        "spec": {"clusterQueue": "cq", "stopPolicy": "Hold"},
+        "status": {"conditions": [dict(active)], "pendingWorkloads": 3},
+    }
+    status = local_queue_status(lq, None, False, LocalQueueTally(), datetime(2026, 1, 1, tzinfo=UTC))
+    assert status["conditions"][0]["status"] == "False"
+    assert lq["status"] == {"conditions": [active], "pendingWorkloads": 3}

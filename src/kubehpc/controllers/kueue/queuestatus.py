@@ -7,13 +7,14 @@ ClusterQueue lists them, and the Active condition with Kueue's reasons.
 
 from __future__ import annotations
 
-import copy
 import functools
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 from fractions import Fraction
 from typing import Any
+
+import orjson
 
 from kubehpc.api.quantity import BINARY_SI, DECIMAL_SI, Quantity, canonical, resource_units
 from kubehpc.controllers.kueue import constants as k
@@ -63,12 +64,28 @@ def _flavor_list(
     return [{"name": flavor, "resources": resources} for flavor, resources in by_flavor.items()]
 
 
+# The status fields both queue kinds' status writers set afresh on every cycle.
+_REPLACED = frozenset(
+    {"pendingWorkloads", "reservingWorkloads", "admittedWorkloads", "flavorsReservation", "flavorsUsage"}
+)
+
+
+def _kept_copy(status: Obj) -> Obj:
+    """A private copy of what a queue's new status keeps from the old one (its conditions):
+    one JSON round trip, where ``copy.deepcopy`` ran interpreted through the usage lists that
+    are replaced anyway, for every queue on every admission cycle."""
+    kept: Obj = orjson.loads(
+        orjson.dumps({key: value for key, value in status.items() if key not in _REPLACED})
+    )
+    return kept
+
+
 def cluster_queue_status(cq: Obj, state: ClusterQueueState, admitted: int, now: datetime) -> Obj:
     """The status to write; ``admitted`` counts workloads with Admitted=True."""
     cells = quota_cells(cq)
     usage = {(f, r): a for f, r, a in state.usage}
     borrowed = {(f, r): a for f, r, a in state.borrowed}
-    status = copy.deepcopy(cq.get("status") or {})
+    status = _kept_copy(cq.get("status") or {})
     status.update(
         {
             "pendingWorkloads": state.pending,
@@ -206,7 +223,7 @@ def local_queue_status(
     meta = lq.get("metadata") or {}
     key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
     cells = quota_cells(cq) if cq is not None else []
-    status = copy.deepcopy(lq.get("status") or {})
+    status = _kept_copy(lq.get("status") or {})
     status.update(
         {
             "pendingWorkloads": tally.pending[key],
