@@ -67,3 +67,26 @@ def test_a_deleted_cluster_queue_leaves_no_series_behind() -> None:
     assert k.metric("kubehpc_cluster_queue_status", cluster_queue="cq", status="active") is None
     cell = {"cluster_queue": "cq", "flavor": "default-flavor", "resource": "cpu"}
     assert k.metric("kubehpc_cluster_queue_nominal_quota", **cell) is None
+
+
+def test_a_cluster_queue_created_again_is_measured_again() -> None:
+    k = cluster()
+    k.settle()
+    k.store.delete("kueue.x-k8s.io/v1beta2", "ClusterQueue", "cq")
+    k.settle()
+    k.create(cluster_queue("cq", {"default-flavor": {"cpu": "2", "memory": "1Gi"}}))
+    k.settle()
+    # the same values as before it went: reported again all the same
+    assert k.metric("kubehpc_cluster_queue_status", cluster_queue="cq", status="active") == 1
+    cell = {"cluster_queue": "cq", "flavor": "default-flavor", "resource": "cpu"}
+    assert k.metric("kubehpc_cluster_queue_nominal_quota", **cell) == 2.0
+
+
+def test_a_metric_unchanged_between_cycles_keeps_its_value() -> None:
+    k = cluster()
+    k.submit(queued_job("a"))
+    k.submit(queued_job("b"))  # another cycle: cq's quota and status series are as they were
+    cell = {"cluster_queue": "cq", "flavor": "default-flavor"}
+    assert k.metric("kubehpc_cluster_queue_nominal_quota", resource="cpu", **cell) == 2.0
+    assert k.metric("kubehpc_cluster_queue_resource_usage", resource="cpu", **cell) == 2.0
+    assert k.metric("kubehpc_admitted_workloads_total", cluster_queue="cq") == 2

@@ -9,6 +9,7 @@ server exposes exactly the registry it is given.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -101,24 +102,47 @@ class KueueMetrics:
         )
         self._queues: set[str] = set()
         self._quota_labels: set[tuple[str, str, str]] = set()
+        # Each series' child, by metric and label values: prometheus_client's labels() checks
+        # and converts the values and takes a lock on every call. And the value each gauge
+        # series was last set to: every admission cycle reports every ClusterQueue it looked
+        # at, most of them unchanged.
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
+        self._last: dict[tuple[int, tuple[str, ...]], float] = {}
+
+    def child(self, metric: Counter | Gauge | Histogram, *labels: str) -> Any:
+        """``metric.labels(*labels)``, looked up once per series."""
+        key = (id(metric), labels)
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = metric.labels(*labels)
+        return found
+
+    def set_gauge(self, gauge: Gauge, value: float, *labels: str) -> None:
+        """``gauge.labels(*labels).set(value)``, skipped when the series already holds it."""
+        key = (id(gauge), labels)
+        if self._last.get(key) != value:
+            self.child(gauge, *labels).set(value)
+            self._last[key] = value
 
     def forget_gone(self, queues: Iterable[str], quota_labels: Iterable[tuple[str, str, str]]) -> None:
         """Drop the series of ClusterQueues (and quota cells) that no longer exist."""
         queues, quota_labels = set(queues), set(quota_labels)
         for gone in self._queues - queues:
             for status in (ACTIVE, INADMISSIBLE):
-                _remove(self.pending_workloads, gone, status)
-            _remove(self.admitted_active_workloads, gone)
+                self._remove(self.pending_workloads, gone, status)
+            self._remove(self.admitted_active_workloads, gone)
             for status in CQ_STATUSES:
-                _remove(self.cluster_queue_status, gone, status)
+                self._remove(self.cluster_queue_status, gone, status)
         for cell in self._quota_labels - quota_labels:
             for gauge in (self.nominal_quota, self.resource_reservation, self.resource_usage):
-                _remove(gauge, *cell)
+                self._remove(gauge, *cell)
         self._queues, self._quota_labels = queues, quota_labels
 
-
-def _remove(gauge: Gauge, *labels: str) -> None:
-    try:
-        gauge.remove(*labels)
-    except KeyError:
-        pass  # never set
+    def _remove(self, gauge: Gauge, *labels: str) -> None:
+        key = (id(gauge), labels)
+        self._children.pop(key, None)
+        self._last.pop(key, None)
+        try:
+            gauge.remove(*labels)
+        except KeyError:
+            pass  # never set
