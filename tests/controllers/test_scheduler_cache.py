@@ -91,6 +91,16 @@ def test_the_binding_of_an_assumed_pod_confirms_its_charge_once() -> None:
     assert cache.used["n"]["cpu"] == 1000
 
 
+def test_pods_whose_specs_differ_only_in_what_placement_ignores_share_a_shape() -> None:
+    cache = ClusterCache(["default-scheduler"])
+    a, b = pod("a", cpu="1"), pod("b", cpu="1")
+    a["spec"]["containers"][0]["image"] = "busybox"
+    b["spec"]["containers"][0]["image"] = "alpine"
+    cache.put_pod(a)
+    cache.put_pod(b)
+    assert cache.waiting["default/a"].shape is cache.waiting["default/b"].shape
+
+
 def test_pods_of_one_spec_share_a_shape_and_another_spec_is_read_anew() -> None:
     cache = ClusterCache(["default-scheduler"])
     cache.put_pod(pod("a", cpu="1"))

@@ -340,9 +340,8 @@ class ClusterCache:
             self.waiting.pop(key, None)
             return
         identity = identity_of(pod)
-        if identity.has_terms:
-            parsed = replace(parsed, interpod=identity)
-        shape = self._intern(parsed)
+        # Parsed shapes come interned; only one carrying this pod's own terms is new.
+        shape = self._intern(replace(parsed, interpod=identity)) if identity.has_terms else parsed
         priority = spec.get("priority")
         if priority is None:
             try:
@@ -369,14 +368,18 @@ class ClusterCache:
             self.on_capacity_change()
 
     def _shape_of(self, key: str, spec: Mapping[str, Any]) -> PodShape | None:
+        """The pod's shape, interned: found by the spec's JSON, so a pod seen again (created,
+        then bound, ...) costs no hashing of its shape."""
         try:
             text = orjson.dumps(spec)
         except TypeError:  # not plain JSON (a test's object): read it every time
-            return _shape_or_none(key, spec)
+            parsed = _shape_or_none(key, spec)
+            return self._intern(parsed) if parsed is not None else None
         shape = self._parsed.get(text)
         if shape is None:
             shape = _shape_or_none(key, spec)
             if shape is not None:
+                shape = self._intern(shape)
                 if len(self._parsed) >= 4096:
                     self._parsed.clear()  # bounded: specs that differ per pod do not pile up
                 self._parsed[text] = shape
