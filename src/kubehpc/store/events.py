@@ -35,9 +35,14 @@ def _involved(obj: Obj) -> Obj:
         "apiVersion": obj.get("apiVersion", ""),
         "name": meta.get("name", ""),
     }
-    for src, dst in (("namespace", "namespace"), ("uid", "uid"), ("resourceVersion", "resourceVersion")):
-        if meta.get(src):
-            ref[dst] = meta[src]
+    # Written out, not looped over: every Event starts here.
+    namespace, uid, rv = meta.get("namespace"), meta.get("uid"), meta.get("resourceVersion")
+    if namespace:
+        ref["namespace"] = namespace
+    if uid:
+        ref["uid"] = uid
+    if rv:
+        ref["resourceVersion"] = rv
     return ref
 
 
