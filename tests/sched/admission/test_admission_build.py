@@ -15,6 +15,7 @@ from admissionkit import (
 )
 
 from kubehpc.sched.admission import PendingCode
+from kubehpc.sched.admission.build import table_of
 from kubehpc.sched.admission.status import admission_status, cluster_queue_status
 
 
@@ -114,3 +115,11 @@ def test_cluster_queue_status_has_kueues_shape() -> None:
             ],
         }
     ]
+
+
+def test_a_nodes_used_room_adds_its_pods_use_and_the_room_promised_there() -> None:
+    node = {"metadata": {"name": "n"}, "status": {"allocatable": {"cpu": "8", "pods": "10"}}}
+    table = table_of([node], {"n": {"cpu": 1000}}, {"n": {"cpu": 2000, "pods": 1}})
+    row = table.index["n"]
+    assert table.used[row, table.resource_index["cpu"]] == 3000
+    assert table.used[row, table.resource_index["pods"]] == 1

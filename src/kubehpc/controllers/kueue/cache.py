@@ -14,7 +14,6 @@ Owned by one thread (the loop's); informer threads only queue events. Two rules 
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
@@ -124,8 +123,8 @@ class AdmissionCache:
         # every pod and workload: what each bound pod takes, the sums per node, the bound pods
         # per pod set and node, and the node choices of admitted workloads.
         self._uses: dict[str, PodUse] = {}
-        self._used: dict[str, Counter[str]] = {}
-        self._bound: Counter[tuple[str, str, str, str]] = Counter()
+        self._used: dict[str, dict[str, int]] = {}
+        self._bound: dict[tuple[str, str, str, str], int] = {}
         self._promises: dict[str, tuple[Promise, ...]] = {}
         # Workloads with a promise not fully bound yet: the only ones that still hold room a
         # new table must count (a fully bound pod set's pods are counted as bound pods).
@@ -235,15 +234,20 @@ class AdmissionCache:
             if use is not None:
                 self._uses[key] = use
             return
+        used, bound = self._used, self._bound
         for current, sign in ((before, -1), (use, 1)):
             if current is None:
                 continue
-            into = self._used.setdefault(current.node, Counter())
+            # Plain dicts: a Counter's constructor and __missing__ run interpreted, per pod event.
+            into = used.get(current.node)
+            if into is None:
+                into = used[current.node] = {}
             for r, a in current.requests:
-                into[r] += sign * a
+                into[r] = into.get(r, 0) + sign * a
             if current.group is not None:
-                self._bound[(*current.group, current.node)] += sign
-                self._bound[(*current.group, "")] += sign
+                here, anywhere = (*current.group, current.node), (*current.group, "")
+                bound[here] = bound.get(here, 0) + sign
+                bound[anywhere] = bound.get(anywhere, 0) + sign
                 self._recheck_open(f"{current.group[0]}/{current.group[1]}")
         if use is not None:
             self._uses[key] = use

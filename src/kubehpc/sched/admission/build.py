@@ -501,6 +501,15 @@ def node_table(nodes: Sequence[Obj], pods: Iterable[Obj], workloads: Iterable[Ob
     return table_of(nodes, used, promised)
 
 
+def _positive_sum(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
+    """``a + b`` per key, keeping the positive sums (as ``Counter``'s ``+``, whose code runs
+    interpreted: this runs per node on every rebuild of the node table)."""
+    out = dict(a)
+    for key, amount in b.items():
+        out[key] = out.get(key, 0) + amount
+    return {key: amount for key, amount in out.items() if amount > 0}
+
+
 def table_of(
     nodes: Sequence[Obj], used: Mapping[str, Mapping[str, int]], promised: Mapping[str, Mapping[str, int]]
 ) -> NodeTable:
@@ -513,7 +522,7 @@ def table_of(
             NodeInfo(
                 name=name,
                 allocatable=_units(status.get("allocatable") or status.get("capacity") or {}),
-                used=dict(Counter(used.get(name, {})) + Counter(promised.get(name, {}))),
+                used=_positive_sum(used.get(name, {}), promised.get(name, {})),
                 labels=dict(meta.get("labels") or {}),
                 taints=_taints(spec.get("taints")),
                 unschedulable=bool(spec.get("unschedulable")),
