@@ -98,6 +98,17 @@ def volcano_member(store: Store, name: str, group: str, cpu: str = "3") -> Obj:
     return gang_pod(store, name, cpu, annotations=annotations, spec={"schedulerName": "volcano"})
 
 
+def known_nodes(scheduler: Scheduler, *names: str) -> None:
+    """Feed the loop its events until its cache holds these nodes. Nodes and pods reach it from
+    informers on threads of their own: pods created right after the nodes may come first, and a
+    cycle then finds no nodes at all."""
+    for _ in range(200):
+        scheduler.drain(0.05)
+        if all(name in scheduler.cache.nodes for name in names):
+            return
+    raise AssertionError(f"the scheduler never saw nodes {names}")
+
+
 def message(store: Store, pod: str) -> str:
     cond = condition(store, pod)
     return str(cond.get("message")) if cond else ""
@@ -106,6 +117,7 @@ def message(store: Store, pod: str) -> str:
 def test_a_gang_that_does_not_fit_whole_binds_no_pod(store: Store, scheduler: Scheduler) -> None:
     for n in ("n0", "n1"):
         make_node(store, n)
+    known_nodes(scheduler, "n0", "n1")  # the message below counts them
     coscheduling_group(store, "train", 3)
     for i in range(3):
         member(store, f"w{i}", "train")
