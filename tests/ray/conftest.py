@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 from raykit import need_ray
 
+from kubehpc.api.errors import NotFound
 from kubehpc.runtime.controlplane import ControlPlane
 from kubehpc.store.home import Home
 
@@ -18,11 +19,17 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     try:
         yield cp
     finally:
-        for kind in ("RayService", "RayJob", "RayCluster"):
-            for obj in cp.store.list("ray.io/v1", kind).items:
-                cp.store.delete("ray.io/v1", kind, obj["metadata"]["name"], obj["metadata"]["namespace"])
-        _wait_pods_gone(cp)
-        cp.stop()
+        try:
+            for kind in ("RayService", "RayJob", "RayCluster"):
+                for obj in cp.store.list("ray.io/v1", kind).items:
+                    meta = obj["metadata"]
+                    try:
+                        cp.store.delete("ray.io/v1", kind, meta["name"], meta["namespace"])
+                    except NotFound:
+                        pass  # its owner's deletion took it meanwhile (a RayService's clusters)
+            _wait_pods_gone(cp)
+        finally:
+            cp.stop()  # never leave the plane's Ray processes to the next module
 
 
 def _wait_pods_gone(cp: ControlPlane, timeout: float = 60.0) -> None:
