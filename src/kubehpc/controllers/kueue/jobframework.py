@@ -7,8 +7,8 @@ job when the Workload is admitted and stops it when the Workload is evicted. Ada
 their object in place and never write; the reconciler writes.
 
 Optional capabilities are separate protocols (Kueue's ``JobWithPriorityClass``,
-``JobWithCustomStop``), in :mod:`kubehpc.controllers.kueue.jobprotocols` and asked with
-:func:`has_capability`.
+``JobWithCustomStop``), in :mod:`kubehpc.controllers.kueue.jobprotocols`, asked through
+:func:`priority_class_of` and :func:`custom_stop_of`.
 """
 
 from __future__ import annotations

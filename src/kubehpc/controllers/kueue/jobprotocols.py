@@ -4,7 +4,7 @@
 Kept apart from :mod:`kubehpc.controllers.kueue.jobframework`, which is compiled: mypyc turns
 a Protocol into a plain class, and the optional capabilities are detected with ``isinstance``
 against runtime-checkable ones, so these stay interpreted. The reconciler asks through
-:func:`kubehpc.controllers.kueue.jobframework.has_capability`, which remembers the answer per
+``jobframework.priority_class_of`` and ``custom_stop_of``, which remember the answer per
 adapter class: a runtime-checkable ``isinstance`` looks up every method of the protocol.
 """
 

@@ -219,7 +219,7 @@ class JobReconciler:
         spec = wl.setdefault("spec", {})
         changed = spec.get("queueName") != queue
         spec["queueName"] = queue
-        wanted = workload_priority_class(job.object) or (priority_class_of(job))
+        wanted = workload_priority_class(job.object) or priority_class_of(job)
         # Resolve again only when the job names another class than the Workload has: this
         # runs on every Workload event, and the class's value is read once, at creation.
         if wanted != str((spec.get("priorityClassRef") or {}).get("name") or ""):
