@@ -197,8 +197,9 @@ class Registry:
     _types: dict[str, ResourceType] = field(default_factory=dict)
     _by_gk: dict[tuple[str, str], ResourceType] = field(default_factory=dict)
     _by_gr: dict[tuple[str, str], ResourceType] = field(default_factory=dict)
-    # apiVersion and kind -> what for_kind answers: asked on every read and write.
-    _by_avk: dict[tuple[str, str], tuple[ResourceType, VersionSpec]] = field(default_factory=dict)
+    # kind -> apiVersion -> what for_kind answers: asked on every read and write. Keyed by one
+    # string at each level, not by a pair: a tuple key is hashed afresh on every lookup.
+    _by_avk: dict[str, dict[str, tuple[ResourceType, VersionSpec]]] = field(default_factory=dict)
 
     def register(self, rt: ResourceType) -> None:
         if rt.key in self._types:
@@ -207,7 +208,7 @@ class Registry:
         self._by_gk[(rt.group, rt.kind)] = rt
         self._by_gr[(rt.group, rt.plural)] = rt
         for vs in rt.versions:
-            self._by_avk[(rt.api_version(vs.name), rt.kind)] = (rt, vs)
+            self._by_avk.setdefault(rt.kind, {})[rt.api_version(vs.name)] = (rt, vs)
 
     def __iter__(self) -> Iterator[ResourceType]:
         return iter(self._types.values())
@@ -220,9 +221,11 @@ class Registry:
 
     def for_kind(self, api_version: str, kind: str) -> tuple[ResourceType, VersionSpec]:
         """Resolve a manifest's apiVersion and kind; the error lists what is supported."""
-        known = self._by_avk.get((api_version, kind))
-        if known is not None:
-            return known
+        versions = self._by_avk.get(kind)
+        if versions is not None:
+            known = versions.get(api_version)
+            if known is not None:
+                return known
         group, _, version = api_version.rpartition("/")
         rt = self._by_gk.get((group, kind))
         if rt is None:

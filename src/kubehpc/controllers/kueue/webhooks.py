@@ -38,8 +38,12 @@ _MIN_PARALLELISM_FIELD = f"metadata.annotations[{k.MIN_PARALLELISM_ANNOTATION}]"
 class JobWebhook:
     def __init__(self, integrations: Sequence[Integration] = DEFAULT_INTEGRATIONS) -> None:
         self.integrations = {(i.api_version, i.kind): i for i in integrations}
+        # Every write of every kind passes here: most are of no job kind, told by one lookup.
+        self._kinds = frozenset(i.kind for i in integrations)
 
     def __call__(self, operation: Operation, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
+        if rt.kind not in self._kinds:
+            return
         integration = self.integrations.get((str(obj.get("apiVersion")), rt.kind))
         if integration is None:
             return
