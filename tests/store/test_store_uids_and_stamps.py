@@ -43,7 +43,7 @@ def test_uids_are_unique_across_threads() -> None:
 def test_uids_read_the_system_random_source_in_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     # Each read lets go of the interpreter lock inside the store's lock: it must be rare.
     calls = []
-    monkeypatch.setattr(strategy, "_random_bytes", strategy._RandomBytes())
+    monkeypatch.setattr(strategy, "_uid_pool", strategy._UidPool())
     monkeypatch.setattr(strategy.os, "urandom", lambda n: calls.append(n) or os.getrandom(n))
     for _ in range(1000):
         new_uid()
