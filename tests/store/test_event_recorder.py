@@ -7,6 +7,7 @@ from typing import Any
 
 from storekit import configmap
 
+from kubehpc.store import events
 from kubehpc.store.client import ListOptions
 from kubehpc.store.events import EventRecorder
 from kubehpc.store.store import Store
@@ -67,3 +68,13 @@ def test_an_event_about_an_object_with_a_long_name_has_a_valid_name(store: Store
     cm = store.create(configmap("c" * 253))
     ev = EventRecorder(store, "test").record(cm, "Normal", "Created", "made it")
     assert ev is not None and len(ev["metadata"]["name"]) <= 253
+
+
+def test_the_recorder_forgets_the_repeat_it_saw_longest_ago(store: Store, monkeypatch: Any) -> None:
+    monkeypatch.setattr(events, "_CACHE_SIZE", 2)
+    cm = store.create(configmap("c"))
+    recorder = EventRecorder(store, "test")
+    for reason in ("A", "B", "A", "C", "A", "B"):  # A seen again before C: B is the one forgotten
+        recorder.record(cm, "Normal", reason, "m")
+    listed = store.list("v1", "Event", ListOptions(field_selector="involvedObject.name=c")).items
+    assert sorted((e["reason"], e["count"]) for e in listed) == [("A", 3), ("B", 1), ("B", 1), ("C", 1)]

@@ -10,13 +10,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 from kubehpc.api.errors import AlreadyExists, ApiError, NotFound
 from kubehpc.store.client import EVENT_WRITE, Client, PatchType, WriteOptions
-from kubehpc.store.strategy import rfc3339
+from kubehpc.store.strategy import now_rfc3339
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -60,22 +59,23 @@ class EventRecorder:
         self.client = client
         self.component = component
         self.host = host
+        self._source: Obj = {"component": component, "host": host} if host else {"component": component}
         self._lock = threading.Lock()
-        # (uid or kind/ns/name, type, reason, message) -> (event name, namespace, count)
-        self._seen: OrderedDict[tuple[str, str, str, str], tuple[str, str, int]] = OrderedDict()
+        # (uid or kind/ns/name, type, reason, message) -> (event name, namespace, count), oldest
+        # first (a dict keeps insertion order: a remembered key is moved to the end).
+        self._seen: dict[tuple[str, str, str, str], tuple[str, str, int]] = {}
 
     def record(self, involved: Obj, type_: str, reason: str, message: str) -> Obj | None:
         """Record (or aggregate) an event; returns the stored Event (read only: see
         ``WriteOptions.read_only``), None when it failed."""
-        if type_ not in (NORMAL, WARNING):
+        if type_ != NORMAL and type_ != WARNING:
             raise ValueError(f"event type must be Normal or Warning, not {type_!r}")
         ref = _involved(involved)
         namespace = ref.get("namespace") or "default"
         identity = ref.get("uid") or f"{ref['kind']}/{namespace}/{ref['name']}"
         key = (str(identity), type_, reason, message)
-        now = rfc3339(time.time())
-        with self._lock:
-            seen = self._seen.get(key)
+        now = now_rfc3339()
+        seen = self._seen.get(key)  # one lookup: atomic under the interpreter lock
         try:
             if seen is not None:
                 name, ns, count = seen
@@ -95,15 +95,17 @@ class EventRecorder:
                     pass  # expired or deleted: record afresh
             # Named as client-go's recorder names events: the object's name and the time in
             # hexadecimal nanoseconds (no server-side name search per event).
-            name_field = {"name": event_name(ref["name"])}
             try:
                 out = self.client.create(
-                    self._event(ref, name_field, type_, reason, message, now), EVENT_WRITE
+                    self._event(ref, namespace, "name", event_name(ref["name"]), type_, reason, message, now),
+                    EVENT_WRITE,
                 )
             except AlreadyExists:  # two events of one object in one nanosecond
-                name_field = {"generateName": f"{ref['name']}."}
                 out = self.client.create(
-                    self._event(ref, name_field, type_, reason, message, now), EVENT_WRITE
+                    self._event(
+                        dict(ref), namespace, "generateName", f"{ref['name']}.", type_, reason, message, now
+                    ),
+                    EVENT_WRITE,
                 )
             self._remember(key, out["metadata"]["name"], namespace, 1)
             return out
@@ -111,20 +113,28 @@ class EventRecorder:
             log.warning("could not record event %s on %s/%s: %s", reason, namespace, ref["name"], exc)
             return None
 
-    def _event(self, ref: Obj, name: dict[str, str], type_: str, reason: str, message: str, now: str) -> Obj:
-        """A new Event, built afresh for each create: the store keeps what it is handed."""
-        source: Obj = {"component": self.component}
-        if self.host:
-            source["host"] = self.host
+    def _event(
+        self,
+        ref: Obj,
+        namespace: str,
+        name_field: str,
+        name: str,
+        type_: str,
+        reason: str,
+        message: str,
+        now: str,
+    ) -> Obj:
+        """A new Event, built afresh for each create: the store keeps what it is handed (the
+        reference is the caller's own, from :func:`_involved`; the source is copied)."""
         return {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {**name, "namespace": ref.get("namespace") or "default"},
-            "involvedObject": dict(ref),
+            "metadata": {name_field: name, "namespace": namespace},
+            "involvedObject": ref,
             "reason": reason,
             "message": message,
             "type": type_,
-            "source": source,
+            "source": dict(self._source),
             "firstTimestamp": now,
             "lastTimestamp": now,
             "count": 1,
@@ -133,11 +143,12 @@ class EventRecorder:
         }
 
     def _remember(self, key: tuple[str, str, str, str], name: str, namespace: str, count: int) -> None:
+        seen = self._seen
         with self._lock:
-            self._seen[key] = (name, namespace, count)
-            self._seen.move_to_end(key)
-            while len(self._seen) > _CACHE_SIZE:
-                self._seen.popitem(last=False)
+            seen.pop(key, None)  # to the end: the newest
+            seen[key] = (name, namespace, count)
+            while len(seen) > _CACHE_SIZE:
+                del seen[next(iter(seen))]
 
 
 def record_quietly(
