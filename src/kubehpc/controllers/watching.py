@@ -29,19 +29,30 @@ class Followers:
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
 
-    def start(self, stop: threading.Event, api_version: str, kind: str, handler: Handler) -> None:
+    def start(
+        self, stop: threading.Event, api_version: str, kind: str, handler: Handler, label_selector: str = ""
+    ) -> None:
+        """Follow ``kind`` on a thread of its own. ``label_selector`` scopes the watch as an
+        operator scopes its informer cache (KubeRay's pods by ``ray.io/node-type``): the
+        store sends nothing else, so other controllers' objects never wake this thread."""
         thread = threading.Thread(
-            target=self.follow, args=(stop, api_version, kind, handler), name=f"watch-{kind}", daemon=True
+            target=self.follow,
+            args=(stop, api_version, kind, handler, label_selector),
+            name=f"watch-{kind}",
+            daemon=True,
         )
         thread.start()
         self._threads.append(thread)
 
-    def follow(self, stop: threading.Event, api_version: str, kind: str, handler: Handler) -> None:
+    def follow(
+        self, stop: threading.Event, api_version: str, kind: str, handler: Handler, label_selector: str = ""
+    ) -> None:
+        options = ListOptions(
+            namespace=self.namespace, label_selector=label_selector, read_only=self.read_only
+        )
         while not stop.is_set():
             try:
-                watch = self.client.watch(
-                    api_version, kind, ListOptions(namespace=self.namespace, read_only=self.read_only)
-                )
+                watch = self.client.watch(api_version, kind, options)
             except ApiError:
                 log.exception("watching %s failed; retrying", kind)
                 stop.wait(1.0)

@@ -363,7 +363,11 @@ class MPIJobController:
         self.queue = WorkQueue()
         followers = Followers(self.client, read_only=True)  # handlers pick keys
         followers.start(stop, O.API_VERSION, O.KIND, self._on_job)
-        for av, kind in (("v1", "Pod"), ("batch/v1", "Job"), ("v1", "ConfigMap"), ("v1", "Service")):
+        # Its pods, workers and launcher alike, carry the operator's name: the store sends no
+        # other pods. Its launcher Job, ConfigMap and Service are labelled only ``app: <job>``,
+        # as the MPI Operator labels them, so those kinds are followed whole.
+        followers.start(stop, "v1", "Pod", self._on_child, f"{O.OPERATOR_NAME_LABEL}={O.OPERATOR_NAME}")
+        for av, kind in (("batch/v1", "Job"), ("v1", "ConfigMap"), ("v1", "Service")):
             followers.start(stop, av, kind, self._on_child)
         next_resync = 0.0
         while not stop.is_set():

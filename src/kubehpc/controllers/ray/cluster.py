@@ -34,7 +34,7 @@ from kubehpc.controllers.ray import autoscaling as A
 from kubehpc.controllers.ray import constants as c
 from kubehpc.controllers.ray import objects as O
 from kubehpc.controllers.ray import volcano as V
-from kubehpc.controllers.ray.loop import OwnerLoop
+from kubehpc.controllers.ray.loop import RAY_PODS, OwnerLoop
 from kubehpc.controllers.ray.ports import listening, node_ports
 from kubehpc.controllers.ray.startparams import NodePorts, ray_resources_of
 from kubehpc.controllers.ray.validation import cluster_spec_problems
@@ -472,7 +472,7 @@ class RayClusterController:
             c.API_VERSION,
             c.CLUSTER_KIND,
             self.reconcile,
-            owned=(("v1", "Pod"),),
+            owned=(RAY_PODS,),
             resync_s=self.options.resync_s,
         ).run(stop)
 

@@ -2,7 +2,10 @@
 
 Each follows its own kind and the kinds it owns (an event on an owned object queues its
 owner), re-lists everything every ``resync_s`` and reconciles one object at a time; the
-reconcile returns after how many seconds it wants to look again (or None).
+reconcile returns after how many seconds it wants to look again (or None). An owned kind may
+come with a label selector: KubeRay's operator scopes its cache of Pods to those labelled
+``ray.io/node-type`` and of Jobs to those it created, so the cluster's other pods and Jobs
+never reach it (:data:`RAY_PODS`, :data:`RAY_JOBS`).
 """
 
 from __future__ import annotations
@@ -15,11 +18,17 @@ from typing import Any
 
 from kubehpc.api.errors import ApiError
 from kubehpc.controllers.job.workqueue import Key, WorkQueue
+from kubehpc.controllers.ray import constants as c
 from kubehpc.controllers.watching import Followers
 from kubehpc.store.client import Client, ListOptions
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
+
+# What KubeRay's manager caches of the kinds it owns (its CacheSelectors): pods with a Ray node
+# type (a label it keeps users from overriding), Jobs it created (RayJob submitters).
+RAY_PODS = ("v1", "Pod", c.NODE_TYPE_LABEL)
+RAY_JOBS = ("batch/v1", "Job", f"{c.CREATED_BY_LABEL}={c.MANAGER}")
 
 
 class OwnerLoop:
@@ -29,7 +38,7 @@ class OwnerLoop:
         api_version: str,
         kind: str,
         reconcile: Callable[[str, str], float | None],
-        owned: Sequence[tuple[str, str]] = (),
+        owned: Sequence[tuple[str, str] | tuple[str, str, str]] = (),
         resync_s: float = 10.0,
     ) -> None:
         self.client = client
@@ -64,8 +73,8 @@ class OwnerLoop:
         self.queue = WorkQueue()
         followers = Followers(self.client, read_only=True)  # handlers pick keys
         followers.start(stop, self.api_version, self.kind, self._on_primary)
-        for api_version, kind in self.owned:
-            followers.start(stop, api_version, kind, self._on_owned)
+        for api_version, kind, *selector in self.owned:
+            followers.start(stop, api_version, kind, self._on_owned, *selector)
         next_resync = 0.0
         while not stop.is_set():
             if time.monotonic() >= next_resync:

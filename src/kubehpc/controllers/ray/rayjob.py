@@ -37,7 +37,7 @@ from kubehpc.api.errors import AlreadyExists, Conflict, NotFound
 from kubehpc.controllers.ray import constants as c
 from kubehpc.controllers.ray import objects as O
 from kubehpc.controllers.ray.dashboard import TERMINAL_JOB_STATUSES, DashboardClient, DashboardError
-from kubehpc.controllers.ray.loop import OwnerLoop
+from kubehpc.controllers.ray.loop import RAY_JOBS, OwnerLoop
 from kubehpc.controllers.ray.startparams import NodePorts
 from kubehpc.controllers.ray.submitter import runtime_env_json, submitter_job
 from kubehpc.controllers.ray.validation import rayjob_spec_problems
@@ -474,7 +474,7 @@ class RayJobController:
             c.API_VERSION,
             c.JOB_KIND,
             self.reconcile,
-            owned=((c.API_VERSION, c.CLUSTER_KIND), ("batch/v1", "Job")),
+            owned=((c.API_VERSION, c.CLUSTER_KIND), RAY_JOBS),
             resync_s=self.resync_s,
         ).run(stop)
 

@@ -97,7 +97,8 @@ class CoschedulingStatus:
     def run(self, stop: threading.Event) -> None:
         followers = Followers(self.client, read_only=True)  # handlers only wake the loop
         followers.start(stop, API_VERSION, KIND, self._on_change)
-        followers.start(stop, "v1", "Pod", self._on_pod)
+        # Only pods of a PodGroup matter (``_on_pod``): the store sends no others.
+        followers.start(stop, "v1", "Pod", self._on_pod, POD_GROUP_LABEL)
         while not stop.is_set():
             self._wake.wait(PERIOD_S)
             if stop.is_set():

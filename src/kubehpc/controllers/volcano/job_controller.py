@@ -373,7 +373,9 @@ class VolcanoJobController:
         self.queue = WorkQueue()
         followers = Followers(self.client, self.namespace, read_only=True)  # handlers pick keys
         followers.start(stop, c.JOB_API_VERSION, c.JOB_KIND, self._on_job)
-        followers.start(stop, c.POD_API_VERSION, "Pod", self._on_pod)
+        # The pods it made carry their job's name (Volcano's handlers skip pods without it):
+        # the store sends no others.
+        followers.start(stop, c.POD_API_VERSION, "Pod", self._on_pod, c.JOB_NAME_KEY)
         followers.start(stop, c.PODGROUP_API_VERSION, c.PODGROUP_KIND, self._on_podgroup)
         next_resync = 0.0
         while not stop.is_set():
