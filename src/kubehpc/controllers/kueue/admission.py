@@ -58,7 +58,7 @@ from kubehpc.sched.admission.decisions import (
 )
 from kubehpc.sched.admission.model import AdmissionConfig, AdmissionSnapshot
 from kubehpc.sched.planned import HOSTNAME_LEVEL
-from kubehpc.store.client import HANDED_OVER, READ_ONLY_RESULT, Client, PatchType, write_batch
+from kubehpc.store.client import HANDED_OVER, Client, PatchType, write_batch
 from kubehpc.store.events import EventRecorder, record_quietly
 
 log = logging.getLogger(__name__)
@@ -523,7 +523,8 @@ class AdmissionLoop:
         if _without_times(status) == _without_times(obj.get("status") or {}):
             return
         try:
-            written = self.client.update_status({**obj, "status": status}, READ_ONLY_RESULT)
+            # The status is built afresh for this write (queuestatus: _kept_copy and new lists).
+            written = self.client.update_status({**obj, "status": status}, HANDED_OVER)
         except ApiError as err:
             log.info("writing the status of %s %s failed: %s", kind, C.object_key(obj), err)
             self._retry_later()

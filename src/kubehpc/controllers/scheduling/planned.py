@@ -11,7 +11,6 @@ again and gets an ordinary placement in its flavor's nodes (the caller records w
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -55,7 +54,9 @@ class PlannedNodes:
     def __init__(self) -> None:
         self._plans: dict[str, tuple[Group, Plan]] = {}  # pod key -> its group and plan
         self._on: dict[str, str] = {}  # pod key -> node, for pods of a group bound or assumed
-        self._placed: dict[Group, Counter[str]] = {}
+        # Plain dicts, not Counters: Counter's constructor and __missing__ run interpreted
+        # around the compiled scheduler, once per pod placed.
+        self._placed: dict[Group, dict[str, int]] = {}
         self._fell_back: set[str] = set()
         self._pinned: dict[str, str] = {}  # pinned in the current cycle: pod key -> node
         self._shapes: dict[PodShape, PodShape] = {}
@@ -98,10 +99,14 @@ class PlannedNodes:
         if before is not None:
             del self._on[key]
             if planned is not None:
-                self._placed[planned[0]][before] -= 1
+                was = self._placed[planned[0]]
+                was[before] = was.get(before, 0) - 1
         if node is not None and planned is not None:
             self._on[key] = node
-            self._placed.setdefault(planned[0], Counter())[node] += 1
+            now = self._placed.get(planned[0])
+            if now is None:
+                now = self._placed[planned[0]] = {}
+            now[node] = now.get(node, 0) + 1
 
     # --- a cycle -----------------------------------------------------------------------------
 
@@ -122,7 +127,7 @@ class PlannedNodes:
         for group, members in groups.items():
             plan = self._plans[members[0].key][1]
             members.sort(key=lambda w: w.arrival)
-            self._pinned.update(assign(plan, self._placed.get(group, Counter()), [w.key for w in members]))
+            self._pinned.update(assign(plan, self._placed.get(group, {}), [w.key for w in members]))
         out = []
         for w in ready:
             node = self._pinned.get(w.key)

@@ -252,7 +252,8 @@ def _pod_set(ps: Obj) -> PodSet:
 
 
 def _conditions(status: Obj) -> dict[str, Obj]:
-    return {str(c.get("type")): c for c in status.get("conditions") or () if isinstance(c, Mapping)}
+    # ``dict``, not ``Mapping``: an ABC's isinstance check runs interpreted (decoded JSON is dicts).
+    return {str(c.get("type")): c for c in status.get("conditions") or () if isinstance(c, dict)}
 
 
 def _is_true(conditions: Mapping[str, Obj], kind: str) -> bool:

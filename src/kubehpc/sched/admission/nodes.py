@@ -19,7 +19,6 @@ long as nothing but those pods was charged in between, which is why placing anot
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -110,7 +109,9 @@ class NodePlacer:
             charge(self.table, self.usage, shape, ids)
             done.append((shape, ids))
             names = self.table.names
-            counts = Counter(names[i] for i in ids.tolist())
+            counts: dict[str, int] = {}  # not a Counter: its constructor runs interpreted
+            for i in ids.tolist():
+                counts[names[i]] = counts.get(names[i], 0) + 1
             out.append(tuple(sorted(counts.items())))
         return out
 
