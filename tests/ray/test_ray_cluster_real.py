@@ -58,8 +58,10 @@ def gcs(cluster: Obj) -> str:
 def test_head_and_two_workers_form_one_ray_cluster_with_the_pods_resources(ready: Obj) -> None:
     nodes = run_driver(
         gcs(ready),
+        # Pods running is not Ray nodes registered: under a full suite's load on two cores a
+        # worker took over 30 s to join its GCS once. Up to 90 s here (the driver's own 120).
         "import time\n"
-        "for _ in range(60):\n"
+        "for _ in range(180):\n"
         "    alive = [n for n in ray.nodes() if n['Alive']]\n"
         "    if len(alive) >= 3: break\n"
         "    time.sleep(0.5)\n"
