@@ -15,7 +15,6 @@ import pytest
 from kubehpc.api.kinds import default_registry
 from kubehpc.controllers.mpijob.controller import MPIJobController
 from kubehpc.controllers.ray import RayClusterController, RayJobController
-from kubehpc.controllers.ray.cluster import RayClusterOptions
 from kubehpc.controllers.volcano import CoschedulingStatus, VolcanoJobController
 from kubehpc.controllers.watching import Followers
 from kubehpc.store.client import ListOptions, Watch
@@ -48,12 +47,14 @@ class RecordingClient:
 
 
 def selectors_of(
-    store: Store, loop: Callable[[Any], Loop], *kinds: tuple[str, str]
+    store: Store, controller: Callable[[Any], Any], *kinds: tuple[str, str]
 ) -> dict[tuple[str, str], str]:
-    """The label selectors ``loop`` watches ``kinds`` with, once it watches them all."""
+    """The label selectors ``controller`` (built on a client, run until stopped) watches
+    ``kinds`` with, once it watches them all."""
     client = RecordingClient(store)
     stop = threading.Event()
-    thread = threading.Thread(target=loop(client), args=(stop,), daemon=True)
+    run: Loop = controller(client).run
+    thread = threading.Thread(target=run, args=(stop,), daemon=True)
     thread.start()
     try:
         deadline = time.monotonic() + 10
@@ -103,17 +104,11 @@ def test_a_scoped_follower_is_handed_only_the_objects_its_selector_selects(store
 
 
 def test_the_ray_cluster_controller_follows_only_pods_with_a_ray_node_type(store: Store) -> None:
-    def loop(client: Any) -> Loop:
-        return RayClusterController(client, RayClusterOptions()).run
-
-    assert selectors_of(store, loop, ("v1", "Pod")) == {("v1", "Pod"): "ray.io/node-type"}
+    assert selectors_of(store, RayClusterController, ("v1", "Pod")) == {("v1", "Pod"): "ray.io/node-type"}
 
 
 def test_the_ray_job_controller_follows_only_the_jobs_kuberay_created(store: Store) -> None:
-    def loop(client: Any) -> Loop:
-        return RayJobController(client).run
-
-    found = selectors_of(store, loop, ("batch/v1", "Job"), ("ray.io/v1", "RayCluster"))
+    found = selectors_of(store, RayJobController, ("batch/v1", "Job"), ("ray.io/v1", "RayCluster"))
     assert found == {
         ("batch/v1", "Job"): "app.kubernetes.io/created-by=kuberay-operator",
         ("ray.io/v1", "RayCluster"): "",
@@ -121,10 +116,7 @@ def test_the_ray_job_controller_follows_only_the_jobs_kuberay_created(store: Sto
 
 
 def test_the_mpijob_controller_follows_only_its_operators_pods(store: Store) -> None:
-    def loop(client: Any) -> Loop:
-        return MPIJobController(client).run
-
-    found = selectors_of(store, loop, ("v1", "Pod"), ("batch/v1", "Job"))
+    found = selectors_of(store, MPIJobController, ("v1", "Pod"), ("batch/v1", "Job"))
     # Launcher Jobs are labelled only ``app: <job>``, as the MPI Operator labels them: all followed.
     assert found == {
         ("v1", "Pod"): "training.kubeflow.org/operator-name=mpi-operator",
@@ -133,14 +125,10 @@ def test_the_mpijob_controller_follows_only_its_operators_pods(store: Store) -> 
 
 
 def test_the_volcano_job_controller_follows_only_pods_of_volcano_jobs(store: Store) -> None:
-    def loop(client: Any) -> Loop:
-        return VolcanoJobController(client).run
-
-    assert selectors_of(store, loop, ("v1", "Pod")) == {("v1", "Pod"): "volcano.sh/job-name"}
+    assert selectors_of(store, VolcanoJobController, ("v1", "Pod")) == {("v1", "Pod"): "volcano.sh/job-name"}
 
 
 def test_coscheduling_follows_only_pods_of_a_pod_group(store: Store) -> None:
-    def loop(client: Any) -> Loop:
-        return CoschedulingStatus(client).run
-
-    assert selectors_of(store, loop, ("v1", "Pod")) == {("v1", "Pod"): "scheduling.x-k8s.io/pod-group"}
+    assert selectors_of(store, CoschedulingStatus, ("v1", "Pod")) == {
+        ("v1", "Pod"): "scheduling.x-k8s.io/pod-group"
+    }
