@@ -78,3 +78,16 @@ def test_the_recorder_forgets_the_repeat_it_saw_longest_ago(store: Store, monkey
         recorder.record(cm, "Normal", reason, "m")
     listed = store.list("v1", "Event", ListOptions(field_selector="involvedObject.name=c")).items
     assert sorted((e["reason"], e["count"]) for e in listed) == [("A", 3), ("B", 1), ("B", 1), ("C", 1)]
+
+
+def test_a_full_recorder_forgets_its_oldest_quarter_at_once(store: Store, monkeypatch: Any) -> None:
+    monkeypatch.setattr(events, "_CACHE_SIZE", 8)
+    cm = store.create(configmap("c"))
+    recorder = EventRecorder(store, "test")
+    for i in range(9):  # the ninth overflows: the three oldest go, down to three quarters
+        recorder.record(cm, "Normal", f"R{i}", "m")
+    for i in (2, 3):  # R2 was forgotten (a new Event); R3 still aggregates
+        recorder.record(cm, "Normal", f"R{i}", "m")
+    listed = store.list("v1", "Event", ListOptions(field_selector="involvedObject.name=c")).items
+    counts = sorted((e["reason"], e["count"]) for e in listed if e["reason"] in ("R2", "R3"))
+    assert counts == [("R2", 1), ("R2", 1), ("R3", 2)]

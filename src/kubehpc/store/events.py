@@ -7,6 +7,7 @@ raises: events are diagnostics, and a failure to record one must not fail the ca
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
@@ -147,8 +148,13 @@ class EventRecorder:
         with self._lock:
             seen.pop(key, None)  # to the end: the newest
             seen[key] = (name, namespace, count)
-            while len(seen) > _CACHE_SIZE:
-                del seen[next(iter(seen))]
+            if len(seen) > _CACHE_SIZE:
+                # The oldest quarter goes at once. A dict keeps the slots of deleted keys until
+                # it is resized, and iteration walks over them: forgetting one key at a time
+                # from the front walked over every key forgotten since the last resize, on every
+                # event (over a tenth of the Job controller's time at 15,000 Jobs).
+                for old in list(itertools.islice(seen, len(seen) - _CACHE_SIZE + _CACHE_SIZE // 4)):
+                    del seen[old]
 
 
 def record_quietly(
