@@ -55,9 +55,10 @@ def metadata_causes(
             Cause(f"{path}.namespace", f"Invalid value: {show_value(namespace)}: {e}")
             for e in names.dns1123_label_remembered(namespace)
         )
-    out.causes.extend(_owner_causes(meta.get("ownerReferences"), f"{path}.ownerReferences"))
-    out.causes.extend(_label_causes(meta.get("labels"), f"{path}.labels"))
-    out.causes.extend(_annotation_causes(meta.get("annotations"), f"{path}.annotations"))
+    # Each is handed the metadata's path: the field's own is built only for a report.
+    out.causes.extend(_owner_causes(meta.get("ownerReferences"), path))
+    out.causes.extend(_label_causes(meta.get("labels"), path))
+    out.causes.extend(_annotation_causes(meta.get("annotations"), path))
     return out.causes, out.warnings
 
 
@@ -65,7 +66,7 @@ def _invalid(path: str, value: Any, detail: str) -> Cause:
     return Cause(path, f"Invalid value: {show_value(value)}: {detail}")
 
 
-def _owner_causes(owners: Any, path: str) -> list[Cause]:
+def _owner_causes(owners: Any, meta_path: str) -> list[Cause]:
     if not isinstance(owners, list):
         return []
     controllers = [o for o in owners if isinstance(o, dict) and o.get("controller") is True]
@@ -74,7 +75,7 @@ def _owner_causes(owners: Any, path: str) -> list[Cause]:
     found = ", ".join(f"{o.get('kind')}/{o.get('name')}" for o in controllers)
     return [
         Cause(
-            path,
+            f"{meta_path}.ownerReferences",
             "Invalid value: "
             + show_value(owners)
             + f': Only one reference can have Controller set to true. Found "true" in references for {found}',
@@ -82,23 +83,26 @@ def _owner_causes(owners: Any, path: str) -> list[Cause]:
     ]
 
 
-def _label_causes(labels: Any, path: str) -> list[Cause]:
+def _label_causes(labels: Any, meta_path: str) -> list[Cause]:
     if not isinstance(labels, dict):
         return []
     causes: list[Cause] = []
     for key, value in labels.items():
         causes.extend(
-            Cause(path, f"Invalid value: {show_value(key)}: {e}")
+            Cause(f"{meta_path}.labels", f"Invalid value: {show_value(key)}: {e}")
             for e in names.qualified_name_remembered(key)
         )
         if isinstance(value, str):
-            causes.extend(_invalid(path, value, e) for e in names.label_value_remembered(value))
+            causes.extend(
+                _invalid(f"{meta_path}.labels", value, e) for e in names.label_value_remembered(value)
+            )
     return causes
 
 
-def _annotation_causes(annotations: Any, path: str) -> list[Cause]:
+def _annotation_causes(annotations: Any, meta_path: str) -> list[Cause]:
     if not isinstance(annotations, dict):
         return []
+    path = f"{meta_path}.annotations"  # annotations are rare on the hot path
     causes: list[Cause] = []
     for key in annotations:
         causes.extend(
