@@ -317,3 +317,21 @@ def test_a_manual_selector_must_match_the_template_labels(registry: Registry) ->
 def test_a_manual_selector_is_required_when_manual(registry: Registry) -> None:
     (cause,) = _causes(registry, _job(manualSelector=True))
     assert cause == Cause("spec.selector", "Required value", "FieldValueRequired")
+
+
+# Leaf fields pass a quick test without building their path; what fails it is checked in full.
+
+
+def test_a_boolean_in_an_integer_field_is_a_type_error(registry: Registry) -> None:
+    (cause,) = _causes(registry, _job(parallelism=True))
+    assert (cause.field, cause.reason) == ("spec.parallelism", "FieldValueTypeInvalid")
+
+
+def test_a_bad_timestamp_is_reported_at_its_path_after_good_ones_were_seen(registry: Registry) -> None:
+    job = _job()
+    job["status"] = {"startTime": "2026-12-07T01:00:00Z"}
+    assert _validate(registry, job, FieldValidation.STRICT) == []  # seen, and remembered
+    job["status"] = {"startTime": "2026-12-07T01:00:00Z", "completionTime": "yesterday"}
+    (cause,) = _causes(registry, job)
+    assert cause.field == "status.completionTime"
+    assert "RFC 3339" in cause.message
