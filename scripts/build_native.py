@@ -50,6 +50,7 @@ COMPILED = (
     "api/kinds/core.py",
     "api/kinds/core_validation.py",
     "api/kinds/kueue/conversion.py",
+    "api/crd_checks.py",
     "controllers/watching.py",
     "controllers/scheduler.py",
     "controllers/gc.py",

@@ -23,21 +23,27 @@ from __future__ import annotations
 
 import copy
 import functools
-import re
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Union
 
 import orjson
 from pydantic import AfterValidator, BaseModel, ConfigDict, GetJsonSchemaHandler, ValidationError
 from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import CoreSchema, PydanticCustomError
+from pydantic_core import CoreSchema
 
-from kubehpc.api import names
+from kubehpc.api.crd_checks import (
+    check_date_time,
+    check_dns_label,
+    check_dns_subdomain,
+    check_non_negative_quantity,
+    check_qualified_name,
+    check_quantity,
+    has_null,
+)
 from kubehpc.api.errors import Cause, invalid, unknown_field
-from kubehpc.api.quantity import parse_quantity
 from kubehpc.api.registry import Default, FieldValidation, Obj, ResourceType, Validate
 from kubehpc.api.schema import Collector, definitions, validate_definition
 
@@ -94,70 +100,33 @@ _QUANTITY_SCHEMA = {
 }
 DNS_LABEL_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 DNS_SUBDOMAIN_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-_DATE_TIME_RE = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
 
-
-def _custom(kind: str, message: str) -> PydanticCustomError:
-    return PydanticCustomError(kind, message)
-
-
-def _check_quantity(value: Any) -> Any:
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise _custom("quantity", "must be a quantity: an integer or a string such as 500m or 8Gi")
-    try:
-        parse_quantity(value)
-    except ValueError as e:
-        raise _custom("quantity", str(e)) from None
-    return value
-
-
-def _check_non_negative_quantity(value: Any) -> Any:
-    _check_quantity(value)
-    if parse_quantity(value).amount < 0:
-        raise _custom("quantity", f"Invalid value: {value!r}: must be greater than or equal to 0")
-    return value
-
-
-def _check_date_time(value: str) -> str:
-    if not _DATE_TIME_RE.fullmatch(value):
-        raise _custom("date_time", f'Invalid value: "{value}": must be an RFC 3339 date-time')
-    return value
-
-
-def _name_check(rule: Callable[[str], list[str]]) -> Callable[[str], str]:
-    def check(value: str) -> str:
-        problems = rule(value)
-        if problems:
-            raise _custom("name", f'Invalid value: "{value}": ' + "; ".join(problems))
-        return value
-
-    return check
-
+# The value checks themselves are compiled: kubehpc.api.crd_checks.
 
 # A resource.Quantity: an integer or a string ("500m", "8Gi"), parsed exactly.
-Quantity = Annotated[Any, AfterValidator(_check_quantity), JsonSchemaExtra(_QUANTITY_SCHEMA)]
+Quantity = Annotated[Any, AfterValidator(check_quantity), JsonSchemaExtra(_QUANTITY_SCHEMA)]
 # A quantity that may not be negative (quotas, limits, weights).
 NonNegativeQuantity = Annotated[
-    Any, AfterValidator(_check_non_negative_quantity), JsonSchemaExtra(_QUANTITY_SCHEMA)
+    Any, AfterValidator(check_non_negative_quantity), JsonSchemaExtra(_QUANTITY_SCHEMA)
 ]
 # A metav1.Time: an RFC 3339 date-time string.
 DateTime = Annotated[
-    str, AfterValidator(_check_date_time), JsonSchemaExtra({"type": "string", "format": "date-time"})
+    str, AfterValidator(check_date_time), JsonSchemaExtra({"type": "string", "format": "date-time"})
 ]
 # Names of other objects, as the upstream CRDs constrain them.
 DNSSubdomain = Annotated[
     str,
-    AfterValidator(_name_check(names.dns1123_subdomain)),
+    AfterValidator(check_dns_subdomain),
     JsonSchemaExtra({"type": "string", "maxLength": 253, "pattern": DNS_SUBDOMAIN_PATTERN}),
 ]
 DNSLabel = Annotated[
     str,
-    AfterValidator(_name_check(names.dns1123_label)),
+    AfterValidator(check_dns_label),
     JsonSchemaExtra({"type": "string", "maxLength": 63, "pattern": DNS_LABEL_PATTERN}),
 ]
 QualifiedName = Annotated[
     str,
-    AfterValidator(_name_check(names.qualified_name)),
+    AfterValidator(check_qualified_name),
     JsonSchemaExtra({"type": "string", "maxLength": 316}),
 ]
 
@@ -193,7 +162,7 @@ def check_model(
     The embedded built-in definitions under the top-level fields in ``unchanged`` (the stored
     version's own) are not walked again."""
     body = {k: v for k, v in obj.items() if k != "metadata"}
-    if _has_null(body):
+    if has_null(body):
         body = _drop_nulls(body)
     causes, unknown, unknown_locs = _run(model, body)
     if unknown_locs:
@@ -280,15 +249,6 @@ def _run(model: type[BaseModel], body: Obj) -> tuple[list[Cause], list[str], lis
                 causes.append(_cause(path, err))
         return causes, unknown, unknown_locs
     return [], [], []
-
-
-def _has_null(value: Any) -> bool:
-    """Whether ``value`` may hold a null anywhere: one serialisation and a byte search, a
-    tenth of the walk that drops them (a string containing "null" only costs that walk)."""
-    try:
-        return b"null" in orjson.dumps(value)
-    except TypeError:  # not plain JSON: let the walk and the model say what it is
-        return True
 
 
 def _drop_nulls(value: Any) -> Any:

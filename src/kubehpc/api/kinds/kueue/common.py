@@ -6,7 +6,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 from pydantic.alias_generators import to_camel
-from pydantic_core import PydanticCustomError
 
 from kubehpc.api.crd import (
     CRDModel,
@@ -16,6 +15,7 @@ from kubehpc.api.crd import (
     NonNegativeQuantity,
     Quantity,
 )
+from kubehpc.api.crd_checks import rule as rule  # compiled; the kinds' rules call it
 
 GROUP = "kueue.x-k8s.io"
 
@@ -29,12 +29,6 @@ class KueueModel(CRDModel):
     """Kueue's Go field names are the camelCase of ours; odd ones carry an explicit alias."""
 
     model_config = CRDModel.model_config | {"alias_generator": to_camel}
-
-
-def rule(ok: bool, message: str) -> None:
-    """A CRD ``x-kubernetes-validations`` rule, reported on the object that carries it."""
-    if not ok:
-        raise PydanticCustomError("rule", message)
 
 
 class KueueObject(KueueModel):

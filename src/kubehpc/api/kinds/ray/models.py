@@ -18,9 +18,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 from pydantic.alias_generators import to_camel
-from pydantic_core import PydanticCustomError
 
 from kubehpc.api.crd import CRDModel, DateTime, Embedded, JsonSchemaExtra, Quantity
+from kubehpc.api.crd_checks import rule as rule
 
 GROUP = "ray.io"
 
@@ -53,11 +53,6 @@ DELETION_POLICIES = Literal["DeleteCluster", "DeleteWorkers", "DeleteSelf", "Del
 
 class RayModel(CRDModel):
     model_config = CRDModel.model_config | {"alias_generator": to_camel}
-
-
-def rule(ok: bool, message: str) -> None:
-    if not ok:
-        raise PydanticCustomError("rule", message)
 
 
 def check_managed_by(value: str | None) -> None:

@@ -6,9 +6,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 from pydantic.alias_generators import to_camel
-from pydantic_core import PydanticCustomError
 
 from kubehpc.api.crd import CRDModel, DateTime, DNSLabel, DNSSubdomain, NonNegativeQuantity, Quantity
+from kubehpc.api.crd_checks import rule as rule
 
 SCHEDULING_GROUP = "scheduling.volcano.sh"
 BATCH_GROUP = "batch.volcano.sh"
@@ -36,12 +36,6 @@ class VolcanoObject(VolcanoModel):
     api_version: str | None = None
     kind: str | None = None
     metadata: dict[str, Any] | None = None
-
-
-def rule(ok: bool, message: str) -> None:
-    """A CRD ``x-kubernetes-validations`` rule, reported on the object that carries it."""
-    if not ok:
-        raise PydanticCustomError("rule", message)
 
 
 class LabelSelectorRequirement(VolcanoModel):

@@ -1,0 +1,112 @@
+"""The value checks custom-kind models run on every write, compiled with the store.
+
+pydantic calls these from its core for each quantity, timestamp and name in a custom object (a
+Workload's status alone holds a dozen), and the models' CEL-like rules call :func:`rule`: as
+interpreted functions each call cost an interpreter frame. They live here, apart from
+:mod:`kubehpc.api.crd` (whose models mypyc cannot compile), so that the build compiles them.
+pydantic finds no signature on a compiled function and calls it with the value alone, as it
+calls these.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import orjson
+from pydantic_core import PydanticCustomError
+
+from kubehpc.api import names
+from kubehpc.api.quantity import parse_quantity
+
+_DATE_TIME_RE = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
+
+# Values found valid lately, per check: the names of queues, flavors and priority classes, and
+# the timestamps of one second's writes, come back on write after write.
+_SEEN_MAX = 4096
+_VALID_SUBDOMAINS: dict[str, None] = {}
+_VALID_LABELS: dict[str, None] = {}
+_VALID_QUALIFIED: dict[str, None] = {}
+_VALID_DATE_TIMES: dict[str, None] = {}
+
+
+def _remember(seen: dict[str, None], value: str) -> None:
+    if len(seen) >= _SEEN_MAX:
+        seen.clear()
+    seen[value] = None
+
+
+def custom_error(kind: str, message: str) -> PydanticCustomError:
+    return PydanticCustomError(kind, message)
+
+
+def rule(ok: bool, message: str) -> None:
+    """A CRD ``x-kubernetes-validations`` rule, reported on the object that carries it."""
+    if not ok:
+        raise PydanticCustomError("rule", message)
+
+
+def check_quantity(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise custom_error("quantity", "must be a quantity: an integer or a string such as 500m or 8Gi")
+    try:
+        parse_quantity(value)
+    except ValueError as e:
+        raise custom_error("quantity", str(e)) from None
+    return value
+
+
+def check_non_negative_quantity(value: Any) -> Any:
+    check_quantity(value)
+    if parse_quantity(value).amount < 0:
+        raise custom_error("quantity", f"Invalid value: {value!r}: must be greater than or equal to 0")
+    return value
+
+
+def check_date_time(value: str) -> str:
+    if value in _VALID_DATE_TIMES:
+        return value
+    if not _DATE_TIME_RE.fullmatch(value):
+        raise custom_error("date_time", f'Invalid value: "{value}": must be an RFC 3339 date-time')
+    _remember(_VALID_DATE_TIMES, value)
+    return value
+
+
+def _name_error(value: str, problems: list[str]) -> PydanticCustomError:
+    return custom_error("name", f'Invalid value: "{value}": ' + "; ".join(problems))
+
+
+def check_dns_subdomain(value: str) -> str:
+    if value not in _VALID_SUBDOMAINS:
+        problems = names.dns1123_subdomain(value)
+        if problems:
+            raise _name_error(value, problems)
+        _remember(_VALID_SUBDOMAINS, value)
+    return value
+
+
+def check_dns_label(value: str) -> str:
+    if value not in _VALID_LABELS:
+        problems = names.dns1123_label(value)
+        if problems:
+            raise _name_error(value, problems)
+        _remember(_VALID_LABELS, value)
+    return value
+
+
+def check_qualified_name(value: str) -> str:
+    if value not in _VALID_QUALIFIED:
+        problems = names.qualified_name(value)
+        if problems:
+            raise _name_error(value, problems)
+        _remember(_VALID_QUALIFIED, value)
+    return value
+
+
+def has_null(value: Any) -> bool:
+    """Whether ``value`` may hold a null anywhere: one serialisation and a byte search, a
+    tenth of the walk that drops them (a string containing "null" only costs that walk)."""
+    try:
+        return b"null" in orjson.dumps(value)
+    except TypeError:  # not plain JSON: let the walk and the model say what it is
+        return True
