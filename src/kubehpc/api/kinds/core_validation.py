@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import orjson
+
 from kubehpc.api import schema
 from kubehpc.api.errors import Cause
 from kubehpc.api.names import dns1123_label
@@ -61,11 +63,34 @@ def _dns_label_causes(name: Any, path: str) -> list[Cause]:
 # --- pod spec -----------------------------------------------------------------------------------
 
 
+# Pod specs repeat from object to object (every pod of a Job, every Job of one template, the
+# Workload made for each): a spec these rules found nothing wrong with is remembered by its JSON
+# and the path it was checked at (the rules read nothing else). A spec with problems is checked
+# again on every write, so its causes are always a fresh check's.
+_CLEAN_POD_SPECS: dict[tuple[bytes, str], None] = {}
+_CLEAN_POD_SPECS_MAX = 1024
+
+
 def pod_spec_causes(spec: Any, path: str) -> list[Cause]:
     """API-server rules on a pod spec (``ValidatePodSpec``); ``path`` prefixes every field, so
     the same rules serve Pods (``spec``) and pod templates (``spec.template.spec``)."""
     if not isinstance(spec, dict):
         return []
+    try:
+        key = (orjson.dumps(spec), path)
+    except TypeError:  # not plain JSON: check it as it is
+        return _pod_spec_causes(spec, path)
+    if key in _CLEAN_POD_SPECS:
+        return []
+    causes = _pod_spec_causes(spec, path)
+    if not causes:
+        if len(_CLEAN_POD_SPECS) >= _CLEAN_POD_SPECS_MAX:
+            _CLEAN_POD_SPECS.clear()
+        _CLEAN_POD_SPECS[key] = None
+    return causes
+
+
+def _pod_spec_causes(spec: Obj, path: str) -> list[Cause]:
     causes: list[Cause] = []
     containers = _list(spec.get("containers"))
     if not containers:
