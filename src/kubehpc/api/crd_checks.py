@@ -11,6 +11,7 @@ calls these.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -36,30 +37,30 @@ def _remember(seen: dict[str, None], value: str) -> None:
     seen[value] = None
 
 
-def custom_error(kind: str, message: str) -> PydanticCustomError:
+def _error(kind: str, message: str) -> PydanticCustomError:
     return PydanticCustomError(kind, message)
 
 
 def rule(ok: bool, message: str) -> None:
     """A CRD ``x-kubernetes-validations`` rule, reported on the object that carries it."""
     if not ok:
-        raise PydanticCustomError("rule", message)
+        raise _error("rule", message)
 
 
 def check_quantity(value: Any) -> Any:
     if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise custom_error("quantity", "must be a quantity: an integer or a string such as 500m or 8Gi")
+        raise _error("quantity", "must be a quantity: an integer or a string such as 500m or 8Gi")
     try:
         parse_quantity(value)
     except ValueError as e:
-        raise custom_error("quantity", str(e)) from None
+        raise _error("quantity", str(e)) from None
     return value
 
 
 def check_non_negative_quantity(value: Any) -> Any:
     check_quantity(value)
     if parse_quantity(value).amount < 0:
-        raise custom_error("quantity", f"Invalid value: {value!r}: must be greater than or equal to 0")
+        raise _error("quantity", f"Invalid value: {value!r}: must be greater than or equal to 0")
     return value
 
 
@@ -67,40 +68,30 @@ def check_date_time(value: str) -> str:
     if value in _VALID_DATE_TIMES:
         return value
     if not _DATE_TIME_RE.fullmatch(value):
-        raise custom_error("date_time", f'Invalid value: "{value}": must be an RFC 3339 date-time')
+        raise _error("date_time", f'Invalid value: "{value}": must be an RFC 3339 date-time')
     _remember(_VALID_DATE_TIMES, value)
     return value
 
 
-def _name_error(value: str, problems: list[str]) -> PydanticCustomError:
-    return custom_error("name", f'Invalid value: "{value}": ' + "; ".join(problems))
+def _checked_name(value: str, seen: dict[str, None], problems_of: Callable[[str], list[str]]) -> str:
+    if value not in seen:
+        problems = problems_of(value)
+        if problems:
+            raise _error("name", f'Invalid value: "{value}": ' + "; ".join(problems))
+        _remember(seen, value)
+    return value
 
 
 def check_dns_subdomain(value: str) -> str:
-    if value not in _VALID_SUBDOMAINS:
-        problems = names.dns1123_subdomain(value)
-        if problems:
-            raise _name_error(value, problems)
-        _remember(_VALID_SUBDOMAINS, value)
-    return value
+    return _checked_name(value, _VALID_SUBDOMAINS, names.dns1123_subdomain)
 
 
 def check_dns_label(value: str) -> str:
-    if value not in _VALID_LABELS:
-        problems = names.dns1123_label(value)
-        if problems:
-            raise _name_error(value, problems)
-        _remember(_VALID_LABELS, value)
-    return value
+    return _checked_name(value, _VALID_LABELS, names.dns1123_label)
 
 
 def check_qualified_name(value: str) -> str:
-    if value not in _VALID_QUALIFIED:
-        problems = names.qualified_name(value)
-        if problems:
-            raise _name_error(value, problems)
-        _remember(_VALID_QUALIFIED, value)
-    return value
+    return _checked_name(value, _VALID_QUALIFIED, names.qualified_name)
 
 
 def has_null(value: Any) -> bool:

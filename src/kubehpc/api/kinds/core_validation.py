@@ -63,9 +63,9 @@ def _dns_label_causes(name: Any, path: str) -> list[Cause]:
 # --- pod spec -----------------------------------------------------------------------------------
 
 
-# Pod specs repeat from object to object (every pod of a Job, every Job of one template, the
-# Workload made for each): a spec these rules found nothing wrong with is remembered by its JSON
-# and the path it was checked at (the rules read nothing else). A spec with problems is checked
+# Pod specs repeat from object to object (every pod of a Job, every Job of one template, a Job
+# and its unsuspending update): a spec these rules found nothing wrong with is remembered by its
+# JSON and the path it was checked at (the rules read nothing else). A spec with problems is checked
 # again on every write, so its causes are always a fresh check's.
 _CLEAN_POD_SPECS: dict[tuple[bytes, str], None] = {}
 _CLEAN_POD_SPECS_MAX = 1024
