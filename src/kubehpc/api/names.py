@@ -93,6 +93,11 @@ def dns1123_subdomain(value: str) -> list[str]:
     return errs
 
 
+def is_dns1123_subdomain(value: str) -> bool:
+    """:func:`dns1123_subdomain` as a yes or no, without building the messages."""
+    return len(value) <= DNS1123_SUBDOMAIN_MAX and _SUBDOMAIN_RE.fullmatch(value) is not None
+
+
 def qualified_name(value: str) -> list[str]:
     """Label and annotation keys: an optional DNS subdomain prefix, '/', and a name."""
     errs: list[str] = []

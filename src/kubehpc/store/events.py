@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kubehpc.api.errors import AlreadyExists, ApiError, NotFound
+from kubehpc.api.names import dns1123_label_remembered, is_dns1123_subdomain
 from kubehpc.store.client import EVENT_WRITE, Client, PatchType, WriteOptions
 from kubehpc.store.strategy import now_rfc3339
 
@@ -26,6 +27,9 @@ WARNING = "Warning"
 _CACHE_SIZE = 4096
 # As client-go's recorder, best effort: a controller never waits for its Events to be durable.
 _EVENT_PATCH = WriteOptions(read_only=True, best_effort=True)
+CHECKED_EVENT_WRITE = WriteOptions(read_only=True, handed_over=True, best_effort=True)
+"""An Event's creation the recorder cannot vouch for (see :func:`event_write`): validated by
+the store as any other write, and refused there if it is not valid."""
 
 
 def _involved(obj: Obj) -> Obj:
@@ -48,9 +52,34 @@ def _involved(obj: Obj) -> Obj:
 
 def event_name(object_name: str) -> str:
     """client-go's event name: the object's name, a dot, the time in hexadecimal nanoseconds;
-    cut to the 253 characters a name may have."""
+    the name cut to fit the 253 characters a name may have, and a cut that ends in '-' or '.'
+    cut back to the last letter or digit. Of a DNS subdomain, this is a DNS subdomain."""
     suffix = f".{time.time_ns():x}"
-    return object_name[: 253 - len(suffix)] + suffix
+    if len(object_name) + len(suffix) > 253:
+        object_name = object_name[: 253 - len(suffix)].rstrip("-.")
+    return object_name + suffix
+
+
+def event_write(ref: Obj, namespace: str, type_: object, reason: object, message: object) -> WriteOptions:
+    """How to create an Event about ``ref`` (its involvedObject) in ``namespace``, named by
+    :func:`event_name`: valid by construction (``EVENT_WRITE``) when its name and namespace are
+    a DNS subdomain and label, its type Normal or Warning and every value the caller handed in
+    a string (the rest of an Event is constants and clock readings); else checked by the store
+    as any write."""
+    for value in ref.values():
+        if type(value) is not str:
+            return CHECKED_EVENT_WRITE
+    name = ref.get("name")
+    if (
+        type_ in (NORMAL, WARNING)
+        and type(reason) is str
+        and type(message) is str
+        and type(name) is str
+        and is_dns1123_subdomain(name)
+        and not dns1123_label_remembered(namespace)
+    ):
+        return EVENT_WRITE
+    return CHECKED_EVENT_WRITE
 
 
 class EventRecorder:
@@ -73,6 +102,7 @@ class EventRecorder:
             raise ValueError(f"event type must be Normal or Warning, not {type_!r}")
         ref = _involved(involved)
         namespace = ref.get("namespace") or "default"
+        options = event_write(ref, namespace, type_, reason, message)
         identity = ref.get("uid") or f"{ref['kind']}/{namespace}/{ref['name']}"
         key = (str(identity), type_, reason, message)
         now = now_rfc3339()
@@ -99,14 +129,14 @@ class EventRecorder:
             try:
                 out = self.client.create(
                     self._event(ref, namespace, "name", event_name(ref["name"]), type_, reason, message, now),
-                    EVENT_WRITE,
+                    options,
                 )
-            except AlreadyExists:  # two events of one object in one nanosecond
+            except AlreadyExists:  # two events of one object in one nanosecond: a generated name
                 out = self.client.create(
                     self._event(
                         dict(ref), namespace, "generateName", f"{ref['name']}.", type_, reason, message, now
                     ),
-                    EVENT_WRITE,
+                    CHECKED_EVENT_WRITE,
                 )
             self._remember(key, out["metadata"]["name"], namespace, 1)
             return out

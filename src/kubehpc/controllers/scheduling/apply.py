@@ -18,8 +18,8 @@ from mypy_extensions import mypyc_attr
 
 from kubehpc.api.devices import POD_DEVICES_ANNOTATION
 from kubehpc.api.errors import AlreadyExists, ApiError, BadRequest
-from kubehpc.store.client import EVENT_WRITE, Client, PatchType
-from kubehpc.store.events import event_name
+from kubehpc.store.client import Client, PatchType
+from kubehpc.store.events import CHECKED_EVENT_WRITE, event_name, event_write
 from kubehpc.store.strategy import rfc3339
 
 Obj = dict[str, Any]
@@ -147,19 +147,21 @@ def record_event(
     namespace = meta.get("namespace") or "default"
     stamp = rfc3339(now)
 
+    involved = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "name": meta.get("name"),
+        "namespace": namespace,
+        "uid": meta.get("uid"),
+        "resourceVersion": meta.get("resourceVersion"),
+    }
+
     def event(name: dict[str, str]) -> Obj:  # afresh for each create: the store keeps it
         return {
             "apiVersion": "v1",
             "kind": "Event",
             "metadata": {**name, "namespace": namespace},
-            "involvedObject": {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "name": meta.get("name"),
-                "namespace": namespace,
-                "uid": meta.get("uid"),
-                "resourceVersion": meta.get("resourceVersion"),
-            },
+            "involvedObject": dict(involved),
             "reason": reason,
             "message": message,
             "type": event_type,
@@ -173,9 +175,10 @@ def record_event(
     try:
         try:
             # Named as client-go's recorder names events (no server-side search for a free name).
-            client.create(event({"name": event_name(str(meta.get("name") or ""))}), EVENT_WRITE)
+            options = event_write(involved, namespace, event_type, reason, message)
+            client.create(event({"name": event_name(str(meta.get("name") or ""))}), options)
         except AlreadyExists:  # two events of one pod in one nanosecond
-            client.create(event({"generateName": f"{meta.get('name')}."}), EVENT_WRITE)
+            client.create(event({"generateName": f"{meta.get('name')}."}), CHECKED_EVENT_WRITE)
     except ApiError as err:  # an event is a courtesy; losing one must not stop scheduling
         if on_error is not None:
             on_error(err)
