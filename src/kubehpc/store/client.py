@@ -170,8 +170,9 @@ class WriteOptions:
     a stored object, a constant or a clock, and its name checked (``events.event_name``): it
     passes validation by construction, so the embedded store skips the schema and metadata
     checks (a third of an Event's cost, and the control plane records eight per Job). Honoured
-    for core v1 Events only; any other object is validated as ever. Over HTTP it changes
-    nothing: the API server validates what it is sent."""
+    for core v1 Events only; any other object is validated as ever. Set only by
+    ``events.event_write``, for an Event it has vouched for. Over HTTP it changes nothing: the
+    API server validates what it is sent."""
 
     # Written out: mypyc compiles it to a native constructor, where the one @dataclass
     # generates runs interpreted (most writes make one).
@@ -200,10 +201,6 @@ READ_ONLY_RESULT = WriteOptions(read_only=True)
 HANDED_OVER = WriteOptions(read_only=True, handed_over=True)
 """Options of a write of an object built for it (a pod from its template, a fresh status)
 whose caller at most reads what the write returns."""
-
-EVENT_WRITE = WriteOptions(read_only=True, handed_over=True, best_effort=True, valid_by_construction=True)
-"""Options of an Event's creation by a recorder: built for the write, valid by construction,
-best effort. Only for an Event whose name :func:`kubehpc.store.events.event_name` made."""
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Any
 
 from kubehpc.api.errors import AlreadyExists, ApiError, NotFound
 from kubehpc.api.names import dns1123_label_remembered, is_dns1123_subdomain
-from kubehpc.store.client import EVENT_WRITE, Client, PatchType, WriteOptions
+from kubehpc.store.client import Client, PatchType, WriteOptions
 from kubehpc.store.strategy import now_rfc3339
 
 Obj = dict[str, Any]
@@ -30,6 +30,11 @@ _EVENT_PATCH = WriteOptions(read_only=True, best_effort=True)
 CHECKED_EVENT_WRITE = WriteOptions(read_only=True, handed_over=True, best_effort=True)
 """An Event's creation the recorder cannot vouch for (see :func:`event_write`): validated by
 the store as any other write, and refused there if it is not valid."""
+# An Event's creation :func:`event_write` vouched for. Private: the store takes the option's
+# word for it (for core v1 Events), so nothing else may hand it over.
+_VOUCHED_EVENT_WRITE = WriteOptions(
+    read_only=True, handed_over=True, best_effort=True, valid_by_construction=True
+)
 
 
 def _involved(obj: Obj) -> Obj:
@@ -62,23 +67,25 @@ def event_name(object_name: str) -> str:
 
 def event_write(ref: Obj, namespace: str, type_: object, reason: object, message: object) -> WriteOptions:
     """How to create an Event about ``ref`` (its involvedObject) in ``namespace``, named by
-    :func:`event_name`: valid by construction (``EVENT_WRITE``) when its name and namespace are
-    a DNS subdomain and label, its type Normal or Warning and every value the caller handed in
-    a string (the rest of an Event is constants and clock readings); else checked by the store
-    as any write."""
+    :func:`event_name`: valid by construction when its name and namespace are a DNS subdomain
+    and label, its type Normal or Warning and every value the caller handed in a ``str``
+    itself, no subclass (the schema takes nothing else); the rest of an Event is the
+    recorder's own strings (checked when it is made), constants and clock readings. Else
+    :data:`CHECKED_EVENT_WRITE`: the store checks it as any write."""
     for value in ref.values():
         if type(value) is not str:
             return CHECKED_EVENT_WRITE
     name = ref.get("name")
     if (
-        type_ in (NORMAL, WARNING)
+        type(type_) is str
+        and type_ in (NORMAL, WARNING)
         and type(reason) is str
         and type(message) is str
         and type(name) is str
         and is_dns1123_subdomain(name)
         and not dns1123_label_remembered(namespace)
     ):
-        return EVENT_WRITE
+        return _VOUCHED_EVENT_WRITE
     return CHECKED_EVENT_WRITE
 
 
@@ -86,6 +93,11 @@ class EventRecorder:
     """Records Events on behalf of one component (``source.component``)."""
 
     def __init__(self, client: Client, component: str, host: str = "") -> None:
+        # Both go into every Event this recorder makes, which the store does not check again.
+        if type(component) is not str or type(host) is not str:
+            raise TypeError(
+                f"component and host must be str, not {type(component).__name__}, {type(host).__name__}"
+            )
         self.client = client
         self.component = component
         self.host = host
