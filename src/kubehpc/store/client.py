@@ -167,12 +167,12 @@ class WriteOptions:
     asynchronously and drops them under load). Over HTTP it changes nothing."""
     valid_by_construction: bool = False
     """The object is an Event the control plane's own recorder built, every field of it from
-    a stored object, a constant or a clock, and its name checked (``events.event_name``): it
-    passes validation by construction, so the embedded store skips the schema and metadata
-    checks (a third of an Event's cost, and the control plane records eight per Job). Honoured
-    for core v1 Events only; any other object is validated as ever. Set only by
-    ``events.event_write``, for an Event it has vouched for. Over HTTP it changes nothing: the
-    API server validates what it is sent."""
+    a stored object, a constant or a clock, and what callers handed in checked
+    (``events.event_write``): it passes validation by construction, so the embedded store
+    skips the schema and metadata checks (a third of an Event's cost, and the control plane
+    records eight per Job). Honoured for core v1 Events only; any other object is validated as
+    ever. Set only by ``events.event_write``, for an Event it has vouched for. Over HTTP it
+    changes nothing: the API server validates what it is sent."""
 
     # Written out: mypyc compiles it to a native constructor, where the one @dataclass
     # generates runs interpreted (most writes make one).

@@ -114,7 +114,6 @@ class EventRecorder:
             raise ValueError(f"event type must be Normal or Warning, not {type_!r}")
         ref = _involved(involved)
         namespace = ref.get("namespace") or "default"
-        options = event_write(ref, namespace, type_, reason, message)
         identity = ref.get("uid") or f"{ref['kind']}/{namespace}/{ref['name']}"
         key = (str(identity), type_, reason, message)
         now = now_rfc3339()
@@ -136,6 +135,8 @@ class EventRecorder:
                     return out
                 except NotFound:
                     pass  # expired or deleted: record afresh
+            # Checked only here: a repeat above patches the count and needs no options.
+            options = event_write(ref, namespace, type_, reason, message)
             # Named as client-go's recorder names events: the object's name and the time in
             # hexadecimal nanoseconds (no server-side name search per event).
             try:
