@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+from collections.abc import Iterator
+from typing import cast
 
-from kubehpc.controllers.job.workqueue import WorkQueue
+from kubehpc.controllers.job.workqueue import WRITE_BATCH, WRITE_BATCH_S, WorkQueue, work_in_one_batch
+from kubehpc.store.client import Client
 
 
 def drain(q: WorkQueue) -> list[tuple[str, str]]:
@@ -83,3 +87,66 @@ def test_a_waiting_worker_wakes_as_soon_as_a_key_is_added() -> None:
     worker.join(10.0)
     assert got == [("ns", "a")]
     assert time.monotonic() - added < 5.0  # woken, not timed out
+
+
+# --- write batches ----------------------------------------------------------------------------
+
+
+class CountingBatches:
+    """A client that batches: counts the batches opened and which keys each one covered."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[tuple[str, str]]] = []
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        self.batches.append([])
+        yield
+
+
+def queued(n: int) -> WorkQueue:
+    q = WorkQueue()
+    for i in range(n):
+        q.add(("ns", f"k{i}"))
+    return q
+
+
+def test_a_batch_takes_the_due_keys_up_to_its_size() -> None:
+    client = CountingBatches()
+    q = queued(WRITE_BATCH + 10)
+    first = q.get(0.0)
+    assert first is not None
+    work_in_one_batch(cast(Client, client), q, first, lambda key: client.batches[-1].append(key))
+    assert len(client.batches) == 1
+    assert len(client.batches[0]) == WRITE_BATCH
+    assert len(q) == 10
+
+
+def test_a_batch_stops_taking_keys_once_it_has_run_its_time() -> None:
+    # Each sync takes a little over a third of the batch's time on the clock: after the third
+    # the time is up, and the rest wait for the next batch (the store's lock is not held
+    # for them).
+    client = CountingBatches()
+    now = [100.0]
+
+    def work(key: tuple[str, str]) -> None:
+        client.batches[-1].append(key)
+        now[0] += WRITE_BATCH_S / 3 + 1e-9
+
+    q = queued(10)
+    first = q.get(0.0)
+    assert first is not None
+    work_in_one_batch(cast(Client, client), q, first, work, clock=lambda: now[0])
+    assert len(client.batches[0]) == 3
+    assert len(q) == 7
+
+
+def test_keys_left_by_a_full_batch_go_into_the_next_one() -> None:
+    client = CountingBatches()
+    q = queued(2 * WRITE_BATCH)
+    while (first := q.get(0.0)) is not None:
+        work_in_one_batch(cast(Client, client), q, first, lambda key: client.batches[-1].append(key))
+    assert [len(b) for b in client.batches] == [WRITE_BATCH, WRITE_BATCH]
+    assert sorted(k for b in client.batches for k in b) == sorted(
+        ("ns", f"k{i}") for i in range(2 * WRITE_BATCH)
+    )
