@@ -8,7 +8,13 @@ import time
 from collections.abc import Iterator
 from typing import cast
 
-from kubehpc.controllers.job.workqueue import WRITE_BATCH, WRITE_BATCH_S, WorkQueue, work_in_one_batch
+from kubehpc.controllers.job.workqueue import (
+    WRITE_BATCH,
+    WRITE_BATCH_S,
+    WorkQueue,
+    work_in_one_batch,
+    work_until_stopped,
+)
 from kubehpc.store.client import Client
 
 
@@ -104,6 +110,10 @@ class CountingBatches:
         yield
 
 
+def stopped_clock() -> float:  # a clock for batches bounded by their size alone
+    return 0.0
+
+
 def queued(n: int) -> WorkQueue:
     q = WorkQueue()
     for i in range(n):
@@ -116,7 +126,9 @@ def test_a_batch_takes_the_due_keys_up_to_its_size() -> None:
     q = queued(WRITE_BATCH + 10)
     first = q.get(0.0)
     assert first is not None
-    work_in_one_batch(cast(Client, client), q, first, lambda key: client.batches[-1].append(key))
+    work_in_one_batch(
+        cast(Client, client), q, first, lambda key: client.batches[-1].append(key), clock=stopped_clock
+    )
     assert len(client.batches) == 1
     assert len(client.batches[0]) == WRITE_BATCH
     assert len(q) == 10
@@ -145,8 +157,36 @@ def test_keys_left_by_a_full_batch_go_into_the_next_one() -> None:
     client = CountingBatches()
     q = queued(2 * WRITE_BATCH)
     while (first := q.get(0.0)) is not None:
-        work_in_one_batch(cast(Client, client), q, first, lambda key: client.batches[-1].append(key))
+        work_in_one_batch(
+            cast(Client, client), q, first, lambda key: client.batches[-1].append(key), clock=stopped_clock
+        )
     assert [len(b) for b in client.batches] == [WRITE_BATCH, WRITE_BATCH]
     assert sorted(k for b in client.batches for k in b) == sorted(
         ("ns", f"k{i}") for i in range(2 * WRITE_BATCH)
     )
+
+
+def test_the_worker_yields_between_batches_so_waiting_writers_get_the_store() -> None:
+    client = CountingBatches()
+    q = queued(WRITE_BATCH + 1)  # two batches
+    stop = threading.Event()
+    pauses: list[tuple[float, int]] = []
+
+    def work(key: tuple[str, str]) -> None:
+        client.batches[-1].append(key)
+        if len(q) == 0:
+            stop.set()
+
+    work_until_stopped(
+        stop,
+        cast(Client, client),
+        q,
+        enqueue_all=lambda: None,
+        resync_seconds=3600.0,
+        work=work,
+        pause=lambda seconds: pauses.append((seconds, len(client.batches))),
+    )
+    assert sum(len(b) for b in client.batches) == WRITE_BATCH + 1
+    # A yield after each batch, before the next (two batches, more if a slow machine ran
+    # past a batch's time).
+    assert pauses == [(0.0, n) for n in range(1, len(client.batches) + 1)]
