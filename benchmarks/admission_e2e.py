@@ -21,6 +21,10 @@ machine's one core was just then, to tell runs on different machines, or in a sh
 slow and fast phases, apart. ``written_kb_per_workload``: what the process handed to
 ``write()`` in the timed part (``/proc/self/io``: the SQLite log's pages, almost all of it).
 
+``--other-writer-ms 20``: another thread creates a ConfigMap every 20 ms through the run, as a
+user's ``kubectl`` would, and the last line adds how long those creates took (``other_write_*``:
+the wait for the store's lock while the controllers write in batches).
+
     .venv/bin/python benchmarks/admission_e2e.py [--jobs 2000] [--queues 100 --cohorts 10]
 """
 
@@ -236,6 +240,54 @@ class Stages:
             thread.join(5)
 
 
+class OtherWriter:
+    """Another writer during the run, as a user's ``kubectl`` is: creates a ConfigMap every
+    ``every_s`` and times each create, to show how long a write waits for the store's lock
+    while the controllers write in batches."""
+
+    def __init__(self, store: Store, every_s: float) -> None:
+        self.store = store
+        self.every_s = every_s
+        self.waits: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        i = 0
+        while not self._stop.wait(self.every_s):
+            cm = {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": f"other-writer-{i}", "namespace": "default"},
+                "data": {"n": str(i)},
+            }
+            began = time.perf_counter()
+            self.store.create(cm)
+            self.waits.append(time.perf_counter() - began)
+            i += 1
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(10)
+
+    def summary(self) -> str:
+        waits = sorted(self.waits)
+        if not waits:
+            return "other_writes=0"
+
+        def ms(q: float) -> float:
+            return 1000 * waits[min(len(waits) - 1, int(q * len(waits)))]
+
+        return (
+            f"other_writes={len(waits)} other_write_p50_ms={ms(0.5):.1f} "
+            f"other_write_p99_ms={ms(0.99):.1f} other_write_max_ms={1000 * waits[-1]:.1f}"
+        )
+
+
 def written_bytes() -> int:
     """Bytes this process has passed to write() so far (Linux; 0 elsewhere)."""
     try:
@@ -290,6 +342,12 @@ def main() -> None:
     parser.add_argument("--cohorts", type=int, default=10)
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--profile", default="", help="py-spy the timed part into this file")
+    parser.add_argument(
+        "--other-writer-ms",
+        type=float,
+        default=0,
+        help="another writer creates a ConfigMap this often (ms) and reports its waits (0: none)",
+    )
     args = parser.parse_args()
     machine_ms = probe_ms()
     with tempfile.TemporaryDirectory(prefix="kubehpc-admission-e2e-") as tmp:
@@ -297,6 +355,7 @@ def main() -> None:
         tune_gc()  # as `kubehpc up` does right after starting its plane
         store = plane.store
         stages = Stages(store)
+        other = OtherWriter(store, args.other_writer_ms / 1000) if args.other_writer_ms > 0 else None
         try:
             with store.batch():
                 for i in range(args.nodes):
@@ -305,6 +364,8 @@ def main() -> None:
                     store.create(obj)
             time.sleep(1.0)  # let the loops see the queues and nodes
             stages.start(args.jobs)
+            if other is not None:
+                other.start()
             spy = start_profile(args.profile)
             start = time.perf_counter()
             cpu_start = time.process_time()
@@ -318,12 +379,16 @@ def main() -> None:
             created_s = time.perf_counter() - start
             stages.done.wait(args.timeout)
             elapsed = time.perf_counter() - start
+            if other is not None:
+                other.stop()
             cpu = time.process_time() - cpu_start
             written = written_bytes() - written_start
             stop_profile(spy)
             writes = store.resource_version - rv_start
             events = len(store.list("v1", "Event", ListOptions(namespace="default")).items)
         finally:
+            if other is not None:
+                other.stop()
             stages.stop()
             plane.stop()
     bound = len(stages.at["bound"])
@@ -350,6 +415,7 @@ def main() -> None:
         f"writes_per_workload={writes / per:.1f} written_kb_per_workload={written / per / 1024:.1f} "
         f"peak_rss_mb={rss_mb:.0f} "
         f"native={'yes' if kubehpc.NATIVE_OFF_REASON is None else 'no'} probe_ms={machine_ms:.1f}"
+        + (f" {other.summary()}" if other is not None else "")
     )
 
 
