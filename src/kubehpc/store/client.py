@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import enum
-from collections.abc import AsyncIterator, Iterator
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
@@ -294,6 +295,62 @@ def write_batch(client: Client) -> AbstractContextManager[None]:
     if callable(getattr(client, "batch", None)):
         return cast(BatchingClient, client).batch()
     return contextlib.nullcontext()
+
+
+class ChunkedWrites:
+    """Many units of work written in :func:`write_batch` batches that close after
+    ``max_units`` units or ``max_s`` seconds of ``clock``, whichever comes first: a long run of
+    writes (an admission cycle's results) still costs few commits, and another writer waits for
+    the embedded store's lock about one chunk at most, not the whole run. Call :meth:`done_one`
+    after each unit. A chunk whose commit fails raises, and the chunks before it stay written:
+    as with :func:`write_batch`, only for level-triggered callers."""
+
+    def __init__(
+        self,
+        client: Client,
+        max_units: int,
+        max_s: float,
+        clock: Callable[[], float] = time.monotonic,
+        pause: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.client = client
+        self.max_units = max_units
+        self.max_s = max_s
+        self.clock = clock
+        self.pause = pause
+        self.chunks = 0
+        self._batch: AbstractContextManager[None] | None = None
+        self._units = 0
+        self._until = 0.0
+
+    def __enter__(self) -> ChunkedWrites:
+        self._open()
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        batch, self._batch = self._batch, None
+        if batch is not None:
+            batch.__exit__(exc_type, exc, tb)
+
+    def done_one(self) -> None:
+        """One unit's writes are made: close the chunk if it is full or its time is up."""
+        self._units += 1
+        if self._units >= self.max_units or self.clock() >= self._until:
+            batch, self._batch = self._batch, None
+            if batch is not None:
+                batch.__exit__(None, None, None)  # commits; a failure propagates
+            # A writer woken by the lock's release still needs the interpreter: yield, or this
+            # thread takes the lock again first.
+            self.pause(0.0)
+            self._open()
+
+    def _open(self) -> None:
+        batch = write_batch(self.client)
+        batch.__enter__()
+        self._batch = batch
+        self.chunks += 1
+        self._units = 0
+        self._until = self.clock() + self.max_s
 
 
 def resource_version_number(value: object) -> int | None:
