@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from kueuekit import KueueCluster, cluster_queue, flavor, local_queue, node, queued_job
 
 from kubehpc.controllers.kueue.admission import AdmissionLoop, AdmissionOptions
@@ -101,3 +102,21 @@ def test_without_a_batch_window_every_step_may_cycle() -> None:
     loop = AdmissionLoop(KueueCluster().store, AdmissionOptions(batch_s=0.0))
     loop._last_cycle_s = 5.0
     assert loop._cycle_gap() == 0.0
+
+
+def test_a_cycle_is_as_long_as_the_cpu_it_took_not_the_wall_time_of_other_threads() -> None:
+    # The loop's thread clock advances 0.15 s across the cycle, as if the cycle itself ran that
+    # long; its wall time (a few milliseconds here) does not count.
+    cpu = [10.0]
+
+    def cpu_clock() -> float:
+        cpu[0] += 0.15
+        return cpu[0]
+
+    k = KueueCluster()
+    loop = AdmissionLoop(k.store, AdmissionOptions(batch_s=0.2, pause_per_cycle_s=1.0), cpu_clock=cpu_clock)
+    loop.sync()
+    loop.cache.dirty = True
+    assert loop.step() is not None
+    assert loop._last_cycle_s == pytest.approx(0.15)
+    assert loop._cycle_gap() == 0.2
