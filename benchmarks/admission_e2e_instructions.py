@@ -37,12 +37,15 @@ def child(args: list[str]) -> None:
         state = "on" if on else "off"
         subprocess.run(["callgrind_control", "-i", state, str(os.getpid())], check=True, capture_output=True)
 
-    # The controllers close a write batch after WRITE_BATCH_S of wall time; under callgrind the
-    # code runs ~50 times slower, so that bound would cut every batch to a sync or two and count
-    # the instructions of a different run. Scaled, a batch holds what it holds at full speed.
+    # The controllers close a write batch (and the admission loop a chunk of a cycle's results)
+    # after 20 ms of wall time; under callgrind the code runs ~50 times slower, so that bound
+    # would cut every batch to a sync or two and count the instructions of a different run.
+    # Scaled, a batch holds what it holds at full speed.
     from kubehpc.controllers.job import workqueue
+    from kubehpc.controllers.kueue import admission
 
     workqueue.WRITE_BATCH_S *= CALLGRIND_SLOWDOWN
+    admission.WRITE_CHUNK_S *= CALLGRIND_SLOWDOWN
 
     bench.start_profile = lambda path: toggle(True)  # type: ignore[assignment,return-value]
     bench.stop_profile = lambda proc: toggle(False)  # type: ignore[assignment]
