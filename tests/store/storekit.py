@@ -240,3 +240,15 @@ def job(name: str, namespace: str = "default", **spec: Any) -> Obj:
         "metadata": {"name": name, "namespace": namespace},
         "spec": {"template": template, **spec},
     }
+
+
+class PlainClient:
+    """A client without ``batch`` (as the REST client of cluster mode)."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "batch":
+            raise AttributeError(name)
+        return getattr(self.store, name)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from storekit import configmap
+from storekit import PlainClient, configmap
 
 from kubehpc.store.client import ChunkedWrites
 from kubehpc.store.store import Store
@@ -60,18 +60,6 @@ def test_a_failure_rolls_back_the_open_chunk_and_keeps_the_committed_ones(store:
             chunks.done_one()
         raise RuntimeError("the third unit's writes went wrong")
     assert sorted(c["metadata"]["name"] for c in store.list("v1", "ConfigMap").items) == ["a", "b"]
-
-
-class PlainClient:
-    """A client without ``batch`` (as the REST client of cluster mode)."""
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "batch":
-            raise AttributeError(name)
-        return getattr(self.store, name)
 
 
 def test_a_client_without_batches_writes_each_at_once(store: Store) -> None:

@@ -3,25 +3,11 @@ plain one-by-one writes on any other client."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from storekit import configmap
+from storekit import PlainClient, configmap
 
 from kubehpc.store.client import write_batch
 from kubehpc.store.store import Store
-
-
-class PlainClient:
-    """A client without ``batch`` (as the REST client of cluster mode)."""
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "batch":
-            raise AttributeError(name)
-        return getattr(self.store, name)
 
 
 def test_writes_in_a_batch_reach_watchers_together_at_its_end(store: Store) -> None:

@@ -22,7 +22,7 @@ def five_pending_workloads() -> KueueCluster:
 
 
 def test_a_cycle_commits_its_admissions_in_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(admission, "WRITE_CHUNK", 2)
+    monkeypatch.setattr(admission, "WRITE_BATCH", 2)
     k = five_pending_workloads()
     report = k.admission.run_cycle()
     assert report.admitted == 5

@@ -36,6 +36,7 @@ from kubehpc.api.kinds.kueue.workload import PENDING_REASON_ANNOTATION, POSITION
 from kubehpc.api.quantity import resource_units
 from kubehpc.controllers.job.clock import Clock, RealClock
 from kubehpc.controllers.job.controller import EventSink
+from kubehpc.controllers.job.workqueue import WRITE_BATCH, WRITE_BATCH_S
 from kubehpc.controllers.kueue import cache as C
 from kubehpc.controllers.kueue import constants as k
 from kubehpc.controllers.kueue import workloads as W
@@ -84,10 +85,6 @@ _INADMISSIBLE_CODES = frozenset(
     }
 )
 NEVER_FITS = "NeverFits"
-# A cycle's results are committed in chunks of this many workloads, or this much time, as the
-# controllers' work queues bound their write batches (controllers/job/workqueue.py).
-WRITE_CHUNK = 128
-WRITE_CHUNK_S = 0.02
 # Waiting only for their turn: the "active" pending_workloads of Kueue's metric. A workload held
 # back by its ClusterQueue's backfill policy fits and only waits for the reservation ahead of it.
 _WAITING_CODES = frozenset(
@@ -345,8 +342,9 @@ class AdmissionLoop:
         try:
             # A commit (and a wake-up per watcher) per chunk of the cycle's results, not per
             # write; chunks, not one batch, so that other writers wait for the store's lock a
-            # chunk at most (a cycle of 15,000 Jobs admits hundreds, ~0.3 ms each).
-            with ChunkedWrites(self.client, WRITE_CHUNK, WRITE_CHUNK_S) as chunks:
+            # chunk at most (a cycle of 15,000 Jobs admits hundreds, ~0.3 ms each). Bounded as
+            # the controllers' work queues bound their batches.
+            with ChunkedWrites(self.client, WRITE_BATCH, WRITE_BATCH_S) as chunks:
                 admitted = 0
                 for a in decisions.admissions:
                     admitted += self._admit(a, now)
