@@ -101,3 +101,36 @@ def has_null(value: Any) -> bool:
         return b"null" in orjson.dumps(value)
     except TypeError:  # not plain JSON: let the walk and the model say what it is
         return True
+
+
+class RememberedValid:
+    """The inputs one frozen model found valid lately, remembered by their JSON with the
+    instance made of them, for a ``model_validator(mode="wrap")`` to hand back: a value that
+    comes back write after write (a Workload's pod set assignment, the same flavors, usage and
+    node for every workload of a shape) is built and checked once, not on every write.
+
+    Only what validated is remembered, so an invalid value is reported every time; the key is
+    the exact input (types and key order included), so a hit is an input validated before. The
+    instance is shared: a frozen model's is never changed. Bounded: all forgotten at ``limit``."""
+
+    def __init__(self, limit: int = _SEEN_MAX) -> None:
+        self._seen: dict[bytes, Any] = {}
+        self._limit = limit
+
+    def validate(self, value: Any, handler: Callable[[Any], Any]) -> Any:
+        if type(value) is not dict:
+            return handler(value)  # an instance already, or not an object: the model says
+        try:
+            key = orjson.dumps(value)
+        except TypeError:  # not plain JSON: the model says what it is
+            return handler(value)
+        seen = self._seen.get(key)
+        if seen is None:
+            seen = handler(value)
+            if len(self._seen) >= self._limit:
+                self._seen.clear()
+            self._seen[key] = seen
+        return seen
+
+    def __len__(self) -> int:
+        return len(self._seen)

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from kubehpc.api.crd import Embedded
+from kubehpc.api.crd_checks import RememberedValid
 from kubehpc.api.errors import Cause
 from kubehpc.api.kinds.kueue.common import (
     Condition,
@@ -234,6 +235,11 @@ class TopologyAssignmentV1Beta1(KueueModel):
     domains: list[TopologyDomainAssignment]
 
 
+# The admission loop writes the same assignment (flavors, usage, count, node) for every workload
+# of one shape: each is checked once (docs/performance.md, twenty-third pass).
+_ASSIGNMENTS = RememberedValid()
+
+
 class _PodSetAssignmentBase(KueueModel):
     name: DNSLabel = "main"
     flavors: dict[str, DNSSubdomain] | None = None
@@ -244,6 +250,11 @@ class _PodSetAssignmentBase(KueueModel):
 class PodSetAssignment(_PodSetAssignmentBase):
     topology_assignment: TopologyAssignment | None = None
     delayed_topology_request: Literal["Pending", "Ready"] | None = None
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _remembered(cls, value: Any, handler: Any) -> Any:
+        return _ASSIGNMENTS.validate(value, handler)
 
 
 class PodSetAssignmentV1Beta1(_PodSetAssignmentBase):
