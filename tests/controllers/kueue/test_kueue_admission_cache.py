@@ -69,6 +69,56 @@ def test_a_change_admission_does_not_read_starts_no_cycle() -> None:
     assert cache.dirty
 
 
+def admitted(rv: int) -> Obj:
+    wl = workload(rv, reserved=True)
+    wl["status"]["conditions"].append({"type": "Admitted", "status": "True"})
+    wl["status"]["admission"] = {
+        "clusterQueue": "cq",
+        "podSetAssignments": [{"name": "main", "flavors": {"cpu": "f"}, "resourceUsage": {"cpu": "1"}}],
+    }
+    return wl
+
+
+def counting_holdings(monkeypatch: Any) -> list[Obj]:
+    """Every workload the cache's queue counters read, in order."""
+    from kubehpc.controllers.kueue import queuestatus
+
+    read: list[Obj] = []
+    real = queuestatus.holding_of
+
+    def holding_of(wl: Obj) -> Any:
+        read.append(wl)
+        return real(wl)
+
+    monkeypatch.setattr(queuestatus, "holding_of", holding_of)
+    return read
+
+
+def test_the_written_version_of_an_assumption_is_not_counted_again(monkeypatch: Any) -> None:
+    cache = AdmissionCache()
+    cache.put(WORKLOAD, workload(5, reserved=False))
+    assumed = admitted(5)
+    cache.assume("default/w", assumed)
+    read = counting_holdings(monkeypatch)
+    # What the store returns for the write: a newer version sharing the status and spec it was given.
+    written = {**assumed, "metadata": {**assumed["metadata"], "resourceVersion": "6"}}
+    cache.put(WORKLOAD, written)
+    assert read == []
+    assert cache.objects[WORKLOAD]["default/w"] is written
+    assert cache.tally.admitted["default/q"] == 1
+
+
+def test_a_newer_version_with_a_status_of_its_own_is_counted_again(monkeypatch: Any) -> None:
+    cache = AdmissionCache()
+    cache.put(WORKLOAD, admitted(5))
+    read = counting_holdings(monkeypatch)
+    finished = admitted(6)
+    finished["status"]["conditions"].append({"type": "Finished", "status": "True"})
+    cache.put(WORKLOAD, finished)
+    assert read == [finished]
+    assert cache.tally.admitted["default/q"] == 0
+
+
 class RefusesFirstAdmission:
     """A client whose first Workload status write fails with a conflict."""
 

@@ -147,7 +147,16 @@ class AdmissionCache:
         self.objects[kind][key] = obj
         if kind == WORKLOAD:
             self._assumed.pop(key, None)  # a newer version than the one assumed upon
-            self._track_workload(key, obj)
+            # What is tracked of a workload (its queue counters, its node choices) is read from
+            # its spec and status alone. The stored version of an admission the loop assumed
+            # carries the very status and spec it was tracked with (the write hands its status
+            # over, and shares the spec): nothing to count again.
+            if not (
+                current is not None
+                and obj.get("status") is current.get("status")
+                and obj.get("spec") is current.get("spec")
+            ):
+                self._track_workload(key, obj)
         elif kind == POD:
             self._track_pod(key, pod_use(obj))
         self._touch(kind, key, fingerprint(kind, obj))
