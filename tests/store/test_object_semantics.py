@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import orjson
 import pytest
 from storekit import configmap, job, pod
@@ -17,7 +19,7 @@ from kubehpc.api.errors import (
 )
 from kubehpc.store.client import DeleteOptions, ListOptions, PatchType, WriteOptions
 from kubehpc.store.store import Store
-from kubehpc.store.strategy import NAME_ALPHABET
+from kubehpc.store.strategy import NAME_ALPHABET, generated_name
 
 
 def test_the_four_initial_namespaces_exist_from_the_first_start(store: Store) -> None:
@@ -86,6 +88,20 @@ def test_generate_name_appends_five_characters_of_the_name_alphabet(store: Store
     name = store.create(obj)["metadata"]["name"]
     assert name.startswith("run-") and len(name) == 9
     assert set(name[4:]) <= set(NAME_ALPHABET)
+
+
+def test_generated_names_use_every_character_of_the_alphabet_at_every_position() -> None:
+    rng = random.Random(7)
+    names = [generated_name("p-", rng) for _ in range(3000)]
+    for position in range(2, 7):
+        assert {name[position] for name in names} == set(NAME_ALPHABET)
+    assert len(set(names)) > 2990  # 27**5 suffixes: a clash now and then, no more
+
+
+def test_generated_names_follow_the_stores_seed() -> None:
+    first = [generated_name("p-", random.Random(3)) for _ in range(2)]
+    assert first[0] == first[1]
+    assert generated_name("p-", random.Random(3)) != generated_name("p-", random.Random(4))
 
 
 def test_dry_run_create_stores_nothing_and_sends_no_event(store: Store) -> None:
