@@ -10,6 +10,7 @@ import copy
 from typing import Any
 
 import pytest
+import workloadkit as kit
 
 from kubehpc.api.errors import Invalid
 from kubehpc.api.kinds import default_registry
@@ -19,16 +20,7 @@ Obj = dict[str, Any]
 
 
 def workload(container: Obj, conditions: list[Obj] | None = None) -> Obj:
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "Workload",
-        "metadata": {"name": "w", "namespace": "default"},
-        "spec": {
-            "queueName": "lq",
-            "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": [container]}}}],
-        },
-        "status": {"conditions": conditions or []},
-    }
+    return kit.workload(kit.pod_set(container), status={"conditions": conditions or []})
 
 
 GOOD = {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "100m"}}}

@@ -8,6 +8,7 @@ import copy
 from typing import Any
 
 import pytest
+import workloadkit as kit
 
 from kubehpc.api import crd_checks
 from kubehpc.api.errors import Invalid
@@ -36,22 +37,8 @@ ASSIGNMENT: Obj = {
 
 
 def admitted_workload(assignment: Obj, pods: int = 2) -> Obj:
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "Workload",
-        "metadata": {"name": "w", "namespace": "default"},
-        "spec": {
-            "queueName": "lq",
-            "podSets": [
-                {
-                    "name": "main",
-                    "count": pods,
-                    "template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}},
-                }
-            ],
-        },
-        "status": {"admission": {"clusterQueue": "cq", "podSetAssignments": [copy.deepcopy(assignment)]}},
-    }
+    admission = {"clusterQueue": "cq", "podSetAssignments": [copy.deepcopy(assignment)]}
+    return kit.workload(kit.pod_set(count=pods), status={"admission": admission})
 
 
 def validate(obj: Obj) -> list[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+import workloadkit as kit
 from pydantic_core import PydanticCustomError
 
 from kubehpc.api import crd_checks
@@ -43,27 +44,11 @@ def test_the_remembered_values_are_bounded(monkeypatch: pytest.MonkeyPatch) -> N
 def test_a_workload_naming_a_bad_cluster_queue_in_its_admission_is_invalid() -> None:
     registry = build_registry(("kubehpc.api.kinds.core", "kubehpc.api.kinds.kueue"))
     _, version = registry.for_kind("kueue.x-k8s.io/v1beta2", "Workload")
-    workload = {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "Workload",
-        "metadata": {"name": "w", "namespace": "default"},
-        "spec": {
-            "queueName": "lq",
-            "podSets": [
-                {
-                    "name": "main",
-                    "count": 1,
-                    "template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}},
-                }
-            ],
-        },
-        "status": {
-            "admission": {
-                "clusterQueue": "cq",
-                "podSetAssignments": [{"name": "main", "flavors": {"cpu": "default"}, "count": 1}],
-            }
-        },
+    admission = {
+        "clusterQueue": "cq",
+        "podSetAssignments": [{"name": "main", "flavors": {"cpu": "default"}, "count": 1}],
     }
+    workload = kit.workload(kit.pod_set(), status={"admission": admission})
     assert version.validate(workload, FieldValidation.STRICT) == []
     workload["status"]["admission"]["clusterQueue"] = "CQ_1"
     with pytest.raises(Exception, match="clusterQueue"):
