@@ -56,8 +56,8 @@ _SUFFIX_BITS = (_SUFFIXES - 1).bit_length()
 
 def generated_name(prefix: str, rng: random.Random) -> str:
     """``prefix`` and five characters from client-go's alphabet, as ``generateName`` gets:
-    the characters are the digits of one random number in base 27 (``random.choices`` runs
-    interpreted, a tenth of a create's CPU for a pod)."""
+    the digits of one random number in base 27. (``random.choices``, which this replaced, runs
+    interpreted: it took about a tenth of a pod create's instructions.)"""
     n = rng.getrandbits(_SUFFIX_BITS)
     while n >= _SUFFIXES:
         n = rng.getrandbits(_SUFFIX_BITS)
