@@ -41,6 +41,7 @@ MANIFEST = PACKAGE / "_native.json"
 COMPILED = (
     "store",
     "api/meta.py",
+    "api/fields.py",
     "api/schema.py",
     "api/names.py",
     "api/quantity.py",

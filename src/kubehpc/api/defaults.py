@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from kubehpc.api import fields as F
 from kubehpc.api.quantity import parse_quantity
 
 Obj = dict[str, Any]
@@ -215,7 +216,7 @@ def default_service(service: Obj) -> None:
 
 
 def default_namespace(namespace: Obj) -> None:
-    name = (namespace.get("metadata") or {}).get("name")
+    name = F.metadata(namespace).get("name")
     if isinstance(name, str) and name:
         labels = _dict(_dict(namespace, "metadata"), "labels")
         labels["kubernetes.io/metadata.name"] = name  # always set to the name, as the server does

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kubehpc.api import fields as F
 from kubehpc.api.errors import ApiError, Conflict, NotFound
 from kubehpc.api.registry import Registry
 from kubehpc.store.client import Client, DeleteOptions, ListOptions, PatchType, Propagation, Watch, WatchEvent
@@ -62,7 +63,7 @@ def _group(api_version: str) -> str:
 
 
 def _meta(obj: Obj) -> Obj:
-    meta: Obj = obj.get("metadata") or {}
+    meta: Obj = F.metadata(obj)
     return meta
 
 
@@ -122,14 +123,14 @@ class GarbageCollector:
         writes = 0
         blocking = 0
         for dep in deps:
-            ref = next(r for r in _meta(dep).get("ownerReferences") or [] if r.get("uid") == uid)
+            ref = next(r for r in F.object_list(_meta(dep), "ownerReferences") if r.get("uid") == uid)
             if ref.get("blockOwnerDeletion"):
                 blocking += 1
             if _meta(dep).get("deletionTimestamp"):
                 continue
             others_live = [
                 r
-                for r in _meta(dep).get("ownerReferences") or []
+                for r in F.object_list(_meta(dep), "ownerReferences")
                 if r.get("uid") != uid
                 and r.get("uid") in objects
                 and not _meta(objects[r["uid"]]).get("deletionTimestamp")
@@ -146,7 +147,7 @@ class GarbageCollector:
         return writes
 
     def _collect_if_orphaned(self, obj: Obj, objects: dict[str, Obj]) -> int:
-        refs = _meta(obj).get("ownerReferences") or []
+        refs = F.object_list(_meta(obj), "ownerReferences")
         gone = {r.get("uid", "") for r in refs if r.get("uid") not in objects}
         if not gone:
             return 0
@@ -181,7 +182,7 @@ class GarbageCollector:
 
     def _drop_refs(self, obj: Obj, uids: set[str]) -> int:
         meta = _meta(obj)
-        keep = [r for r in meta.get("ownerReferences") or [] if r.get("uid") not in uids]
+        keep = [r for r in F.object_list(meta, "ownerReferences") if r.get("uid") not in uids]
         patch = {"metadata": {"ownerReferences": keep or None, "resourceVersion": meta["resourceVersion"]}}
         api_version, kind, name, namespace = self._address(obj)
         try:
@@ -311,7 +312,7 @@ class GarbageCollector:
 def _refs(obj: Obj | None) -> tuple[str, ...]:
     if obj is None:
         return ()
-    return tuple(str(r.get("uid", "")) for r in _meta(obj).get("ownerReferences") or [])
+    return tuple(str(r.get("uid", "")) for r in F.object_list(_meta(obj), "ownerReferences"))
 
 
 def _held_by_finalizer(obj: Obj) -> bool:
@@ -428,7 +429,7 @@ class GcTrigger:
             return False
         if meta.get("deletionTimestamp") and {ORPHAN, FOREGROUND} & set(meta.get("finalizers") or []):
             return True
-        refs = tuple(str(r.get("uid", "")) for r in meta.get("ownerReferences") or [])
+        refs = tuple(str(r.get("uid", "")) for r in F.object_list(meta, "ownerReferences"))
         if self._refs.get(uid, ()) == refs:
             return False
         if refs:

@@ -28,6 +28,7 @@ from typing import Any
 
 from mypy_extensions import mypyc_attr
 
+from kubehpc.api import fields as F
 from kubehpc.api.devices import allocate_pod
 from kubehpc.api.errors import ApiError, Conflict, InternalError, NotFound
 from kubehpc.controllers.scheduling.apply import (
@@ -185,7 +186,7 @@ class Scheduler:
             self._replace(event)
             return
         obj = event.object or {}
-        name = str((obj.get("metadata") or {}).get("name", ""))
+        name = str(F.metadata(obj).get("name", ""))
         if event.kind == "Node":
             cache.delete_node(name) if event.type == "DELETED" else cache.put_node(obj)
         elif event.kind == "Pod":
@@ -202,7 +203,7 @@ class Scheduler:
     def _replace(self, event: Event) -> None:
         cache = self.cache
         if event.kind == "Node":
-            names = {str((o.get("metadata") or {}).get("name", "")) for o in event.objects}
+            names = {str(F.metadata(o).get("name", "")) for o in event.objects}
             for gone in set(cache.nodes) - names:
                 cache.delete_node(gone)
             for obj in event.objects:
@@ -213,9 +214,7 @@ class Scheduler:
                 cache.delete_pod(gone)
                 self.planned.forget(gone)
             # Oldest first, so pods new to the cache arrive in creation order.
-            for obj in sorted(
-                event.objects, key=lambda o: str((o.get("metadata") or {}).get("creationTimestamp"))
-            ):
+            for obj in sorted(event.objects, key=lambda o: str(F.metadata(o).get("creationTimestamp"))):
                 cache.put_pod(obj)
                 self.planned.observe(pod_key(obj), obj)
         elif event.kind == "PriorityClass":
@@ -272,7 +271,7 @@ class Scheduler:
                         continue
                     bound.append((key, waiting.obj))
                     if self.options.record_events:
-                        meta = waiting.obj.get("metadata") or {}
+                        meta = F.metadata(waiting.obj)
                         message = (
                             f"Successfully assigned {meta.get('namespace')}/{meta.get('name')} "
                             f"to {binding.node}"
@@ -341,7 +340,7 @@ class Scheduler:
                 current = self.client.get("v1", "Pod", str(meta.get("name")), meta.get("namespace"))
             except ApiError:
                 current = None
-        if isinstance(err, Conflict) and current is not None and (current.get("spec") or {}).get("nodeName"):
+        if isinstance(err, Conflict) and current is not None and F.spec(current).get("nodeName"):
             # Someone (or an earlier try of ours) bound it already: account it as it is.
             self.cache.forget(key, None)
             self.cache.put_pod(current)

@@ -21,13 +21,13 @@ from kubehpc.sched.model import PodShape
 
 # (inventory, holders per device id, pod) -> {container: [device ids]}; raises ValueError
 # saying why when the node's free devices cannot meet the pod's requests.
-Allocate = Callable[[Any, Mapping[str, int], Mapping[str, Any]], dict[str, list[str]]]
+Allocate = Callable[[Any, Mapping[str, int], dict[str, Any]], dict[str, list[str]]]
 
 
 @dataclass(frozen=True)
 class DeviceState:
     allocate: Allocate
-    inventories: Mapping[str, Any]
+    inventories: dict[str, Any]
     """Node name -> the allocator's inventory of that node (nodes without one are absent)."""
     holders: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     """Node name -> device id -> how many containers hold it now."""

@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kubehpc.api import fields as F
+
 if TYPE_CHECKING:  # nodetable imports model, which imports this module's data types
     from kubehpc.sched.nodetable import BoolArray, IntArray, NodeTable
 
@@ -126,7 +128,7 @@ def _selector(raw: Any) -> LabelSelector | None:
     if raw is None:
         return None
     return LabelSelector(
-        match_labels=tuple(sorted((str(k), str(v)) for k, v in (raw.get("matchLabels") or {}).items())),
+        match_labels=tuple(sorted((str(k), str(v)) for k, v in F.obj_field(raw, "matchLabels").items())),
         match_expressions=tuple(
             SelectorRequirement(
                 str(e.get("key", "")),
@@ -138,7 +140,7 @@ def _selector(raw: Any) -> LabelSelector | None:
     )
 
 
-def _term(raw: Mapping[str, Any], namespace: str, labels: Mapping[str, str]) -> PodAffinityTerm:
+def _term(raw: dict[str, Any], namespace: str, labels: Mapping[str, str]) -> PodAffinityTerm:
     selector = _selector(raw.get("labelSelector"))
     # matchLabelKeys / mismatchLabelKeys: the incoming pod's own values join the selector.
     extra = [
@@ -158,12 +160,12 @@ def _term(raw: Mapping[str, Any], namespace: str, labels: Mapping[str, str]) -> 
     return PodAffinityTerm(selector, str(raw.get("topologyKey", "")), namespaces, ns_selector)
 
 
-def identity_of(pod: Mapping[str, Any]) -> PodIdentity:
+def identity_of(pod: dict[str, Any]) -> PodIdentity:
     """A pod object's namespace, labels and required inter-pod terms."""
-    meta = pod.get("metadata") or {}
+    meta = F.metadata(pod)
     namespace = str(meta.get("namespace") or "default")
-    labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
-    affinity = (pod.get("spec") or {}).get("affinity") or {}
+    labels = {str(k): str(v) for k, v in F.obj_field(meta, "labels").items()}
+    affinity = F.obj_field(F.spec(pod), "affinity")
 
     def terms(kind: str) -> tuple[PodAffinityTerm, ...]:
         required = (affinity.get(kind) or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or ()

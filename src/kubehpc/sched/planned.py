@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from kubehpc.api import fields as F
 from kubehpc.sched.model import NodeSelectorTerm, PodShape, Requirement
 
 HOSTNAME_LEVEL = "kubernetes.io/hostname"
@@ -48,11 +49,11 @@ def decode(text: str) -> Plan:
     return tuple(out)
 
 
-def plan_of_assignment(assignment: Mapping[str, Any]) -> Plan:
+def plan_of_assignment(assignment: dict[str, Any]) -> Plan:
     """(node, pods) of a podSetAssignment's topology assignment at the hostname level (either
     version's shape); empty when it has none (quota-only admission) or none at that level."""
-    topology = assignment.get("topologyAssignment") or {}
-    levels = list(topology.get("levels") or ())
+    topology = F.obj_field(assignment, "topologyAssignment")
+    levels = F.list_field(topology, "levels")
     if HOSTNAME_LEVEL not in levels:
         return ()
     at = levels.index(HOSTNAME_LEVEL)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from kubehpc.api import fields as F
 from kubehpc.api.quantity import is_extended_resource, resource_units
 from kubehpc.sched.model import (
     PODS,
@@ -23,13 +24,13 @@ from kubehpc.sched.model import (
     Toleration,
 )
 
-Obj = Mapping[str, Any]
+Obj = dict[str, Any]
 
 
 def _container_requests(container: Obj) -> dict[str, int]:
-    resources = container.get("resources") or {}
-    limits = resources.get("limits") or {}
-    requests = resources.get("requests") or {}
+    resources = F.obj_field(container, "resources")
+    limits = F.obj_field(resources, "limits")
+    requests = F.obj_field(resources, "requests")
     out = {name: resource_units(name, value) for name, value in limits.items()}
     out.update({name: resource_units(name, value) for name, value in requests.items()})
     return out
@@ -49,11 +50,11 @@ def _max(into: dict[str, int], other: Mapping[str, int]) -> None:
 def pod_requests(spec: Obj) -> dict[str, int]:
     """The pod's effective requests per resource, in ``resource_units`` (zeros left out)."""
     total: dict[str, int] = {}
-    for container in spec.get("containers") or ():
+    for container in F.object_list(spec, "containers"):
         _add(total, _container_requests(container))
     sidecars: dict[str, int] = {}
     init_peak: dict[str, int] = {}
-    for container in spec.get("initContainers") or ():
+    for container in F.object_list(spec, "initContainers"):
         own = _container_requests(container)
         if container.get("restartPolicy") == "Always":
             # A sidecar keeps running beside everything started after it.
@@ -65,10 +66,10 @@ def pod_requests(spec: Obj) -> dict[str, int]:
             _add(running, sidecars)
             _max(init_peak, running)
     _max(total, init_peak)
-    pod_level = (spec.get("resources") or {}).get("requests") or {}
+    pod_level = F.obj_field(F.obj_field(spec, "resources"), "requests")
     # Pod-level resources (KEP-2837) replace the container sum for the resources they name.
     total.update({name: resource_units(name, value) for name, value in pod_level.items()})
-    _add(total, {name: resource_units(name, v) for name, v in (spec.get("overhead") or {}).items()})
+    _add(total, {name: resource_units(name, v) for name, v in F.obj_field(spec, "overhead").items()})
     return {name: amount for name, amount in total.items() if amount}
 
 
@@ -76,7 +77,7 @@ def device_requests(spec: Obj) -> tuple[ContainerDevices, ...]:
     """Per container, the extended resources it asks for: what a device allocator must choose."""
     out: list[ContainerDevices] = []
     for init, key in ((True, "initContainers"), (False, "containers")):
-        for container in spec.get(key) or ():
+        for container in F.object_list(spec, key):
             wanted = sorted(
                 (name, amount)
                 for name, amount in _container_requests(container).items()
@@ -109,13 +110,13 @@ def shape_of(spec: Obj) -> PodShape:
     """The scheduling shape of a pod spec: requests, selectors, affinity, tolerations."""
     requests = pod_requests(spec)
     requests[PODS] = 1  # every pod takes one of the node's pod slots
-    node_affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+    node_affinity = F.obj_field(F.obj_field(spec, "affinity"), "nodeAffinity")
     required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
     required_terms = None
     if required is not None:
         required_terms = tuple(_term(t) for t in required.get("nodeSelectorTerms") or ())
     preferred = tuple(
-        PreferredTerm(weight=int(p.get("weight", 0)), preference=_term(p.get("preference") or {}))
+        PreferredTerm(weight=int(p.get("weight", 0)), preference=_term(F.obj_field(p, "preference")))
         for p in node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
     )
     tolerations = tuple(
@@ -125,11 +126,11 @@ def shape_of(spec: Obj) -> PodShape:
             value=str(t.get("value") or ""),
             effect=str(t.get("effect") or ""),
         )
-        for t in spec.get("tolerations") or ()
+        for t in F.object_list(spec, "tolerations")
     )
     return PodShape(
         requests=tuple(sorted(requests.items())),
-        node_selector=tuple(sorted((str(k), str(v)) for k, v in (spec.get("nodeSelector") or {}).items())),
+        node_selector=tuple(sorted((str(k), str(v)) for k, v in F.obj_field(spec, "nodeSelector").items())),
         required_terms=required_terms,
         preferred_terms=preferred,
         tolerations=tolerations,

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from kubehpc.api import fields as F
 from kubehpc.api.errors import AlreadyExists, ApiError, NotFound
 from kubehpc.api.names import dns1123_label_remembered, is_dns1123_subdomain
 from kubehpc.store.client import Client, PatchType, WriteOptions
@@ -38,7 +39,7 @@ _VOUCHED_EVENT_WRITE = WriteOptions(
 
 
 def _involved(obj: Obj) -> Obj:
-    meta = obj.get("metadata") or {}
+    meta = F.metadata(obj)
     ref: Obj = {
         "kind": obj.get("kind", ""),
         "apiVersion": obj.get("apiVersion", ""),

@@ -14,6 +14,8 @@ from typing import Any
 
 import orjson
 
+from kubehpc.api import fields as F
+
 Obj = dict[str, Any]
 
 ADDED = "ADDED"
@@ -68,7 +70,7 @@ class Record:
 
     @property
     def meta(self) -> Obj:
-        meta: Obj = self.obj.get("metadata") or {}
+        meta: Obj = F.metadata(self.obj)
         return meta
 
 

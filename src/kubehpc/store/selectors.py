@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubehpc.api import fields as F
 from kubehpc.api import names
 from kubehpc.api.errors import BadRequest
 
@@ -80,7 +81,7 @@ class LabelSelector:
         return all(r.matches(labels) for r in self.requirements)
 
     def matches_object(self, obj: Obj) -> bool:
-        return self.matches((obj.get("metadata") or {}).get("labels"))
+        return self.matches(F.metadata(obj).get("labels"))
 
     @property
     def empty(self) -> bool:
@@ -179,7 +180,7 @@ def parse_label_selector(selector: str) -> LabelSelector:
 _EXPRESSION_OPS = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!"}
 
 
-def from_label_selector(spec: Mapping[str, Any] | None) -> LabelSelector:
+def from_label_selector(spec: dict[str, Any] | None) -> LabelSelector:
     """Convert a ``LabelSelector`` object. None selects nothing and ``{}`` everything, as in
     Kubernetes' ``metav1.LabelSelectorAsSelector``."""
     if spec is None:

@@ -28,6 +28,7 @@ from typing import Any
 
 import orjson
 
+from kubehpc.api import fields as F
 from kubehpc.api.errors import BadRequest, Gone, NotFound
 from kubehpc.api.registry import Registry, ResourceType
 from kubehpc.store.admission import AdmissionHook
@@ -272,8 +273,8 @@ class Store(WritesMixin):
         index = self._by_label.get(resource)
         if index is None:
             return  # not indexed (yet)
-        before = (old.meta.get("labels") or {}) if old is not None else {}
-        after = (new.meta.get("labels") or {}) if new is not None else {}
+        before = F.obj_field(old.meta, "labels") if old is not None else {}
+        after = F.obj_field(new.meta, "labels") if new is not None else {}
         if before == after:
             return
         for pair in before.items():

@@ -13,6 +13,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+from kubehpc.api import fields as F
 from kubehpc.api.errors import Conflict
 from kubehpc.api.registry import ResourceType
 from kubehpc.store.client import DeleteOptions, Propagation
@@ -124,7 +125,7 @@ def spec_part(obj: Obj) -> Obj:
 
 
 def check_delete_preconditions(rt: ResourceType, obj: Obj, options: DeleteOptions) -> None:
-    meta = obj.get("metadata") or {}
+    meta = F.metadata(obj)
     uid = str(meta.get("uid", ""))
     rv = str(meta.get("resourceVersion", ""))
     name = str(meta.get("name", ""))
@@ -164,8 +165,8 @@ def is_namespace(rt: ResourceType) -> bool:
 def pod_grace_seconds(obj: Obj, options: DeleteOptions) -> int:
     """Grace period of a pod deletion: 0 for pods no node runs (nothing to stop), else the
     options' period or the pod's terminationGracePeriodSeconds."""
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
+    spec = F.spec(obj)
+    status = F.status(obj)
     if not spec.get("nodeName") or status.get("phase") in TERMINAL_POD_PHASES:
         return 0
     if options.grace_period_seconds is not None:
@@ -185,10 +186,10 @@ def propagation_finalizer(policy: Propagation | None) -> str:
 def should_delete_on_update(obj: Obj) -> bool:
     """An object marked for deletion goes once its finalizers are gone and its grace period is
     over (as ``ShouldDeleteDuringUpdate``); namespaces also wait for ``spec.finalizers``."""
-    meta = obj.get("metadata") or {}
+    meta = F.metadata(obj)
     if not meta.get("deletionTimestamp") or meta.get("finalizers"):
         return False
-    if obj.get("kind") == "Namespace" and (obj.get("spec") or {}).get("finalizers"):
+    if obj.get("kind") == "Namespace" and F.spec(obj).get("finalizers"):
         return False
     return int(meta.get("deletionGracePeriodSeconds") or 0) == 0
 
@@ -203,7 +204,4 @@ def prepare_namespace_create(obj: Obj) -> None:
 
 
 def namespace_terminating(obj: Obj) -> bool:
-    return (
-        bool((obj.get("metadata") or {}).get("deletionTimestamp"))
-        or (obj.get("status") or {}).get("phase") == "Terminating"
-    )
+    return bool(F.metadata(obj).get("deletionTimestamp")) or F.status(obj).get("phase") == "Terminating"

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from kubehpc.api import fields as F
 from kubehpc.api.errors import (
     AlreadyExists,
     BadRequest,
@@ -262,7 +263,7 @@ class WritesMixin:
         meta = _meta(binding)
         name = str(meta.get("name") or "")
         namespace = str(meta.get("namespace") or "default")
-        target = binding.get("target") or {}
+        target = F.obj_field(binding, "target")
         node = str(target.get("name") or "") if isinstance(target, dict) else ""
         if not name or not node or (target.get("kind") or "Node") != "Node":
             causes = [Cause("target.name", "Required value: a Node to bind to", "FieldValueRequired")]
@@ -290,14 +291,14 @@ class WritesMixin:
                 raise Conflict(
                     f"pod {name} is being deleted, cannot be assigned to a host", name=name, kind="pods"
                 )
-            bound = (pod.get("spec") or {}).get("nodeName")
+            bound = F.spec(pod).get("nodeName")
             if bound:
                 raise Conflict(f'pod {name} is already assigned to node "{bound}"', name=name, kind="pods")
-            pod["spec"] = {**(old.get("spec") or {}), "nodeName": node}
+            pod["spec"] = {**F.spec(old), "nodeName": node}
             if meta.get("annotations"):
-                pmeta["annotations"] = {**(pmeta.get("annotations") or {}), **meta["annotations"]}
-            status = pod["status"] = dict(old.get("status") or {})
-            conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
+                pmeta["annotations"] = {**F.obj_field(pmeta, "annotations"), **meta["annotations"]}
+            status = pod["status"] = dict(F.status(old))
+            conditions = [c for c in F.object_list(status, "conditions") if c.get("type") != "PodScheduled"]
             conditions.append(
                 {
                     "type": "PodScheduled",
@@ -339,7 +340,7 @@ class WritesMixin:
         return rec, namespace, name
 
     def _check_rv(self, rt: ResourceType, obj: Obj, rec: Record, name: str) -> None:
-        want = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        want = str(F.metadata(obj).get("resourceVersion") or "")
         if want and want != str(rec.meta.get("resourceVersion")):
             raise Conflict(
                 f'Operation cannot be fulfilled on {rt.key} "{name}": the object has been modified; '
@@ -394,7 +395,7 @@ class WritesMixin:
                 hook("UPDATE", rt, obj, old)
             if st.is_namespace(rt):
                 # spec.finalizers belongs to the finalize subresource.
-                obj.setdefault("spec", {})["finalizers"] = (old.get("spec") or {}).get("finalizers", [])
+                obj.setdefault("spec", {})["finalizers"] = F.spec(old).get("finalizers", [])
             new = rt.to_storage(obj)
             causes = rt.validate_update(old, new)
             if causes:
@@ -572,7 +573,7 @@ class WritesMixin:
         if not st.is_namespace(rt):
             raise NotFound(f"the server could not find the requested resource ({rt.key}/finalize)")
         new = rec.copy()
-        new.setdefault("spec", {})["finalizers"] = list((patched.get("spec") or {}).get("finalizers") or [])
+        new.setdefault("spec", {})["finalizers"] = list(F.spec(patched).get("finalizers") or [])
         return self._store_update(rt, vs, rec, new, options, [])
 
     # --- delete --------------------------------------------------------------------------
@@ -609,9 +610,7 @@ class WritesMixin:
             now = time.time()
             if st.is_namespace(rt):
                 obj.setdefault("status", {})["phase"] = "Terminating"
-            keep = (
-                finalizers or grace > 0 or (st.is_namespace(rt) and (obj.get("spec") or {}).get("finalizers"))
-            )
+            keep = finalizers or grace > 0 or (st.is_namespace(rt) and F.spec(obj).get("finalizers"))
             if keep:
                 if finalizers:
                     meta["finalizers"] = finalizers

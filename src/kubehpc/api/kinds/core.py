@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kubehpc.api import defaults, immutable, schema
+from kubehpc.api import fields as F
 from kubehpc.api.errors import Cause, invalid
 from kubehpc.api.kinds.core_validation import job_causes, pod_causes, service_causes
 from kubehpc.api.meta import set_name_rule
@@ -129,7 +130,7 @@ def format_label_selector(selector: Any) -> str:
     """``metav1.FormatLabelSelector``: ``a=b,c in (d,e),!f``; ``<none>`` when empty."""
     if not isinstance(selector, dict):
         return NONE
-    parts = [f"{k}={v}" for k, v in (selector.get("matchLabels") or {}).items()]
+    parts = [f"{k}={v}" for k, v in F.obj_field(selector, "matchLabels").items()]
     for expr in _list(selector.get("matchExpressions")):
         key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
         if op == "In":
@@ -171,7 +172,7 @@ def pod_status(pod: Obj) -> str:
     init_specs = _list(_get(pod, "spec", "initContainers"))
     initializing = False
     for i, c in enumerate(_list(status.get("initContainerStatuses"))):
-        state = c.get("state") or {}
+        state = F.obj_field(c, "state")
         terminated, waiting = state.get("terminated"), state.get("waiting")
         if terminated and terminated.get("exitCode") == 0:
             continue
@@ -193,7 +194,7 @@ def pod_status(pod: Obj) -> str:
     if not initializing:
         has_running = False
         for c in _list(status.get("containerStatuses"))[::-1]:
-            state = c.get("state") or {}
+            state = F.obj_field(c, "state")
             terminated, waiting = state.get("terminated"), state.get("waiting")
             if waiting and waiting.get("reason"):
                 reason = waiting["reason"]
@@ -292,7 +293,7 @@ def _node_address(kind: str) -> Callable[[Obj], str]:
 
 
 def service_external_ip(svc: Obj) -> str:
-    spec = svc.get("spec") or {}
+    spec = F.spec(svc)
     kind = spec.get("type") or "ClusterIP"
     external = _list(spec.get("externalIPs"))
     if kind == "ExternalName":
@@ -350,7 +351,7 @@ def event_object(ev: Obj) -> str:
 
 
 def _event_source(ev: Obj) -> str:
-    source = ev.get("source") or {}
+    source = F.obj_field(ev, "source")
     text = source.get("component") or ev.get("reportingComponent") or ""
     if source.get("host"):
         text += f", {source['host']}"

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from mypy_extensions import mypyc_attr
 
+from kubehpc.api import fields as F
 from kubehpc.api.errors import AlreadyExists, ApiError, Conflict, NotFound
 from kubehpc.controllers.job import constants as c
 from kubehpc.controllers.job import pods as P
@@ -163,7 +164,7 @@ class JobController:
     # --- versions already planned ----------------------------------------------------------
 
     def _remember_planned(self, key: Key, job: Obj, pods_rv: str) -> None:
-        job_rv = resource_version_number((job.get("metadata") or {}).get("resourceVersion"))
+        job_rv = resource_version_number(F.metadata(job).get("resourceVersion"))
         list_rv = resource_version_number(pods_rv)
         if job_rv is None or list_rv is None:
             self._planned.pop(key, None)  # versions we cannot compare: never skip
@@ -176,7 +177,7 @@ class JobController:
         planned = self._planned.get(key)
         if planned is None:
             return False
-        rv = resource_version_number((obj.get("metadata") or {}).get("resourceVersion"))
+        rv = resource_version_number(F.metadata(obj).get("resourceVersion"))
         return rv is not None and rv <= planned[which]
 
     def _bound_since_planned(self, key: Key, event_type: str, pod: Obj) -> bool:
@@ -189,7 +190,7 @@ class JobController:
         if event_type == "DELETED":
             self._unbound.pop(uid, None)
             return False
-        if not (pod.get("spec") or {}).get("nodeName"):
+        if not F.spec(pod).get("nodeName"):
             self._unbound[uid] = pod
             return False
         before = self._unbound.pop(uid, None)
@@ -249,7 +250,7 @@ class JobController:
         if plan.delete_job:
             # As Kubernetes' TTL-after-finished controller: foreground cascading deletion, and
             # only of the Job whose TTL was checked (UID precondition).
-            uid = str((job.get("metadata") or {}).get("uid", ""))
+            uid = str(F.metadata(job).get("uid", ""))
             self.client.delete(
                 c.JOB_API_VERSION,
                 c.JOB_KIND,
@@ -386,11 +387,11 @@ class JobController:
             job = self.client.get(c.JOB_API_VERSION, c.JOB_KIND, str(ref.get("name")), namespace)
         except NotFound:
             return False
-        return bool((job.get("metadata") or {}).get("uid") == ref.get("uid"))
+        return bool(F.metadata(job).get("uid") == ref.get("uid"))
 
 
 def _key_of(job: Obj) -> Key:
-    meta = job.get("metadata") or {}
+    meta = F.metadata(job)
     return (str(meta.get("namespace") or "default"), str(meta.get("name", "")))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kubehpc.api import fields as F
 from kubehpc.controllers.job import pods as P
 
 Obj = dict[str, Any]
@@ -47,7 +48,7 @@ def _matching_container(pod: Obj, requirement: Obj) -> tuple[str, int] | None:
     wanted = requirement.get("containerName")
     for statuses in (st.get("containerStatuses") or [], st.get("initContainerStatuses") or []):
         for cs in statuses:
-            terminated = (cs.get("state") or {}).get("terminated")
+            terminated = F.obj_field(cs, "state").get("terminated")
             if not terminated:
                 continue  # still running or terminating: no exit code to match yet
             if wanted and wanted != cs.get("name"):
@@ -59,7 +60,7 @@ def _matching_container(pod: Obj, requirement: Obj) -> tuple[str, int] | None:
 
 
 def _matching_condition(pod: Obj, patterns: list[Obj]) -> str | None:
-    for cond in P.status(pod).get("conditions") or ():
+    for cond in F.object_list(P.status(pod), "conditions"):
         for pattern in patterns:
             if cond.get("type") == pattern.get("type") and cond.get("status") == pattern.get(
                 "status", "True"

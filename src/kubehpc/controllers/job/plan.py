@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from kubehpc.api import fields as F
 from kubehpc.controllers.job import conditions as C
 from kubehpc.controllers.job import constants as c
 from kubehpc.controllers.job import failure_policy as fp
@@ -46,7 +47,7 @@ class Finish:
 
 
 def is_finished(job: Obj) -> bool:
-    conds = (job.get("status") or {}).get("conditions") or []
+    conds = F.status(job).get("conditions") or []
     return C.is_true(conds, c.COMPLETE) or C.is_true(conds, c.FAILED)
 
 
@@ -58,7 +59,7 @@ def _normalized(status: Obj) -> Obj:
     out = {k: v for k, v in status.items() if v is not None and not (k in _OMIT_EMPTY and not v)}
     if not out.get("conditions"):
         out.pop("conditions", None)
-    unc = out.get("uncountedTerminatedPods") or {}
+    unc = F.obj_field(out, "uncountedTerminatedPods")
     out["uncountedTerminatedPods"] = {k: list(v) for k, v in unc.items() if v}
     return out
 
@@ -69,7 +70,7 @@ def _plan_finished(job: Obj, spec: JobSpec, pods: list[Obj], now: datetime) -> J
     # terminal condition and cleaning up) must not stay undeletable.
     out.remove_finalizers = [P.name(p) for p in pods if P.has_tracking_finalizer(p)]
     if spec.ttl_seconds_after_finished is not None:
-        conds = (job.get("status") or {}).get("conditions") or []
+        conds = F.status(job).get("conditions") or []
         cond = C.find(conds, c.COMPLETE) if C.is_true(conds, c.COMPLETE) else C.find(conds, c.FAILED)
         finished_at = parse_time((cond or {}).get("lastTransitionTime")) or now
         left = spec.ttl_seconds_after_finished - (now - finished_at).total_seconds()
@@ -123,11 +124,11 @@ def plan_job(
         return _plan_finished(job, spec, pods, now)
 
     out = JobPlan()
-    old_status = job.get("status") or {}
+    old_status = F.status(job)
     status = orjson.loads(orjson.dumps(old_status))  # JSON: a round trip beats deepcopy
     conds: list[Obj] = status.setdefault("conditions", []) or []
     status["conditions"] = conds
-    uncounted = status.get("uncountedTerminatedPods") or {}
+    uncounted = F.obj_field(status, "uncountedTerminatedPods")
     unc_succeeded = list(uncounted.get("succeeded") or [])
     unc_failed = list(uncounted.get("failed") or [])
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import orjson
 
+from kubehpc.api import fields as F
 from kubehpc.controllers.job import constants as c
 from kubehpc.controllers.job.spec import JobSpec, parse_time
 
@@ -67,7 +68,7 @@ def is_failed(pod: Obj, job: JobSpec) -> bool:
 
 
 def condition(pod: Obj, ctype: str) -> Obj | None:
-    for cond in status(pod).get("conditions") or ():
+    for cond in F.object_list(status(pod), "conditions"):
         if cond.get("type") == ctype:
             return dict(cond)
     return None
@@ -125,7 +126,7 @@ def finished_time(pod: Obj) -> datetime:
     latest: datetime | None = None
     statuses = status(pod).get("containerStatuses") or []
     for cs in statuses:
-        terminated = (cs.get("state") or {}).get("terminated") or {}
+        terminated = F.obj_field(F.obj_field(cs, "state"), "terminated")
         at = parse_time(terminated.get("finishedAt"))
         if at is None:
             latest = None
@@ -148,9 +149,11 @@ def _without_binding(pod: Obj) -> Obj:
     """A view of ``pod`` (sharing its parts) without what binding it to a node sets."""
     view = dict(pod)
     view["metadata"] = {k: v for k, v in meta(pod).items() if k not in ("resourceVersion", "managedFields")}
-    view["spec"] = {k: v for k, v in (pod.get("spec") or {}).items() if k != "nodeName"}
+    view["spec"] = {k: v for k, v in F.spec(pod).items() if k != "nodeName"}
     pod_status = dict(status(pod))
-    conditions = [cond for cond in pod_status.get("conditions") or () if cond.get("type") != "PodScheduled"]
+    conditions = [
+        cond for cond in F.object_list(pod_status, "conditions") if cond.get("type") != "PodScheduled"
+    ]
     if conditions:
         pod_status["conditions"] = conditions
     else:
@@ -162,7 +165,7 @@ def _without_binding(pod: Obj) -> Obj:
 def only_bound_since(before: Obj, after: Obj) -> bool:
     """Whether ``after`` is ``before`` bound to a node and nothing else: ``spec.nodeName`` and
     the PodScheduled condition set (as ``pods/binding`` does), every other field as it was."""
-    if (before.get("spec") or {}).get("nodeName") or not (after.get("spec") or {}).get("nodeName"):
+    if F.spec(before).get("nodeName") or not F.spec(after).get("nodeName"):
         return False
     return _without_binding(before) == _without_binding(after)
 
@@ -171,7 +174,7 @@ def removal_rank(pod: Obj) -> tuple[int, int, int, float, int, float, str]:
     """Sort key putting first the pods to remove first, as Kubernetes' ``ActivePods`` order:
     unscheduled before scheduled, Pending before Unknown before Running, not ready before
     ready, ready for less time first, more container restarts first, newer before older."""
-    scheduled = 1 if (pod.get("spec") or {}).get("nodeName") else 0
+    scheduled = 1 if F.spec(pod).get("nodeName") else 0
     phase_rank = {"Pending": 0, "Unknown": 1, "Running": 2}.get(phase(pod), 0)
     ready = is_ready(pod)
     ready_cond = condition(pod, "Ready") or {}
@@ -216,17 +219,17 @@ def build_pod(job: JobSpec, index: int | None, failure_counts: tuple[int, int] |
     """A pod for ``job`` from its template (``index`` for Indexed Jobs), owned by the Job and
     carrying the tracking finalizer; the API server picks the name from ``generateName``."""
     template = orjson.loads(orjson.dumps(job.template))  # JSON: a round trip beats deepcopy
-    tmeta = template.get("metadata") or {}
-    spec = template.get("spec") or {}
-    labels = dict(tmeta.get("labels") or {})
-    annotations = dict(tmeta.get("annotations") or {})
+    tmeta = F.metadata(template)
+    spec = F.spec(template)
+    labels = dict(F.obj_field(tmeta, "labels"))
+    annotations = dict(F.obj_field(tmeta, "annotations"))
     finalizers = list(tmeta.get("finalizers") or [])
     if c.TRACKING_FINALIZER not in finalizers:
         finalizers.append(c.TRACKING_FINALIZER)
     if index is not None:
-        for container in spec.get("initContainers") or []:
+        for container in F.object_list(spec, "initContainers"):
             _add_index_env(container)
-        for container in spec.get("containers") or []:
+        for container in F.object_list(spec, "containers"):
             _add_index_env(container)
         annotations[c.COMPLETION_INDEX_KEY] = str(index)
         labels[c.COMPLETION_INDEX_KEY] = str(index)
@@ -258,7 +261,7 @@ def build_pod(job: JobSpec, index: int | None, failure_counts: tuple[int, int] |
 
 
 def controller_ref(pod: Obj) -> Obj | None:
-    for ref in meta(pod).get("ownerReferences") or ():
+    for ref in F.object_list(meta(pod), "ownerReferences"):
         if ref.get("controller"):
             return dict(ref)
     return None

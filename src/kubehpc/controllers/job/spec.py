@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from kubehpc.api import fields as F
 from kubehpc.controllers.job import constants as c
 
 Obj = dict[str, Any]
@@ -118,8 +119,8 @@ class JobSpec:
 
     @staticmethod
     def of(job: Obj) -> JobSpec:
-        meta = job.get("metadata") or {}
-        spec = job.get("spec") or {}
+        meta = F.metadata(job)
+        spec = F.spec(job)
         parallelism = _int_or_none(spec.get("parallelism"))
         completions = _int_or_none(spec.get("completions"))
         if parallelism is None and completions is None:
@@ -137,8 +138,8 @@ class JobSpec:
         replacement = spec.get("podReplacementPolicy") or (
             c.REPLACE_FAILED if pfp_rules is not None else c.REPLACE_TERMINATING_OR_FAILED
         )
-        template = spec.get("template") or {}
-        selector = spec.get("selector") or {}
+        template = F.obj_field(spec, "template")
+        selector = F.obj_field(spec, "selector")
         indexed = spec.get("completionMode") == c.INDEXED
         return JobSpec(
             name=str(meta.get("name", "")),
@@ -157,9 +158,9 @@ class JobSpec:
             ttl_seconds_after_finished=_int_or_none(spec.get("ttlSecondsAfterFinished")),
             # A pod failure policy needs the pod's final state, so it implies waiting for it.
             replace_only_failed=replacement == c.REPLACE_FAILED or pfp_rules is not None,
-            restart_policy=str((template.get("spec") or {}).get("restartPolicy") or "Always"),
+            restart_policy=str(F.spec(template).get("restartPolicy") or "Always"),
             template=template,
-            selector_labels=dict(selector.get("matchLabels") or {}),
+            selector_labels=dict(F.obj_field(selector, "matchLabels")),
             deleting=bool(meta.get("deletionTimestamp")),
             managed_elsewhere=spec.get("managedBy") not in (None, "", c.JOB_CONTROLLER_NAME),
         )

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from kubehpc.api import fields as F
 from kubehpc.api.errors import ApiError
 from kubehpc.api.kinds.kueue.conversion import domains_to_slices
 from kubehpc.api.kinds.kueue.workload import PENDING_REASON_ANNOTATION, POSITION_ANNOTATION
@@ -380,7 +381,7 @@ class AdmissionLoop:
     def _admit(self, decision: Admission, now: datetime) -> int:
         cache = self.cache
         current = cache.objects[C.WORKLOAD].get(decision.workload)
-        if current is None or (current.get("metadata") or {}).get("uid") != decision.uid:
+        if current is None or F.metadata(current).get("uid") != decision.uid:
             return 0
         wl = W.status_copy(current)
         W.set_quota_reservation(wl, admission_of(decision), now)
@@ -418,7 +419,7 @@ class AdmissionLoop:
 
     def _preempt(self, decision: Preemption, waiting: dict[str, Pending], now: datetime) -> int:
         preemptor = self.cache.objects[C.WORKLOAD].get(decision.preemptor) or {}
-        job_uid = ((preemptor.get("metadata") or {}).get("labels") or {}).get(k.JOB_UID_LABEL, "")
+        job_uid = F.obj_field(F.metadata(preemptor), "labels").get(k.JOB_UID_LABEL, "")
         reason = str(decision.reason)
         message = W.preemption_message(decision.preemptor_uid, str(job_uid), reason)
         done = self._evict(
@@ -434,7 +435,7 @@ class AdmissionLoop:
         self, key: str, uid: str, reason: str, message: str, now: datetime, preempted: str = ""
     ) -> int:
         current = self.cache.objects[C.WORKLOAD].get(key)
-        if current is None or (current.get("metadata") or {}).get("uid") != uid:
+        if current is None or F.metadata(current).get("uid") != uid:
             return 0
         wl = W.status_copy(current)
         changed = W.set_evicted(wl, reason, message, now)
@@ -465,7 +466,7 @@ class AdmissionLoop:
 
     def _explain(self, item: _Explanation, now: datetime) -> None:
         current = self.cache.objects[C.WORKLOAD].get(item.key)
-        if current is None or (current.get("metadata") or {}).get("uid") != item.uid:
+        if current is None or F.metadata(current).get("uid") != item.uid:
             return
         if W.has_quota_reservation(current):
             return  # admitted (or still holding quota) since the decision
@@ -482,7 +483,7 @@ class AdmissionLoop:
                 # Heads only (and workloads in no queue), as Kueue, which tries only heads: an
                 # event per waiting workload of a deep queue would flood the event log.
                 self._event(current, "Warning", k.EVENT_PENDING, item.message)
-        annotations = (current.get("metadata") or {}).get("annotations") or {}
+        annotations = F.obj_field(F.metadata(current), "annotations")
         patch: dict[str, str | None] = {}
         if annotations.get(PENDING_REASON_ANNOTATION) != item.code:
             patch[PENDING_REASON_ANNOTATION] = item.code
@@ -519,7 +520,7 @@ class AdmissionLoop:
         for pending in decisions.pending:
             wl = cache.objects[C.WORKLOAD].get(pending.workload)
             if wl is not None:
-                namespace = (wl.get("metadata") or {}).get("namespace") or "default"
+                namespace = F.metadata(wl).get("namespace") or "default"
                 tally.pending[f"{namespace}/{(wl.get('spec') or {}).get('queueName') or ''}"] += 1
         admitted = tally.admitted_in
         states = {s.name: s for s in decisions.cluster_queues}
@@ -530,14 +531,14 @@ class AdmissionLoop:
                     C.CLUSTER_QUEUE, cq, cluster_queue_status(cq, state, admitted.get(name, 0), now)
                 )
         for lq in cache.values(C.LOCAL_QUEUE):
-            cq_name = str((lq.get("spec") or {}).get("clusterQueue") or "")
+            cq_name = str(F.spec(lq).get("clusterQueue") or "")
             backing = cache.objects[C.CLUSTER_QUEUE].get(cq_name)
             cq_state = states.get(cq_name)
             active = cq_state.active if cq_state is not None else False
             self._write_status(C.LOCAL_QUEUE, lq, local_queue_status(lq, backing, active, tally, now))
 
     def _write_status(self, kind: str, obj: Obj, status: Obj) -> None:
-        if _without_times(status) == _without_times(obj.get("status") or {}):
+        if _without_times(status) == _without_times(F.status(obj)):
             return
         try:
             # The status is built afresh for this write (queuestatus: _kept_copy and new lists).
@@ -634,6 +635,6 @@ def _without_times(status: Obj) -> Obj:
     out = dict(status)
     out["conditions"] = [
         {key: v for key, v in c.items() if key != "lastTransitionTime"}
-        for c in status.get("conditions") or ()
+        for c in F.object_list(status, "conditions")
     ]
     return out

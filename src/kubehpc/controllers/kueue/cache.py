@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from kubehpc.api import fields as F
 from kubehpc.controllers.kueue.queuestatus import LocalQueueTally
 from kubehpc.sched.admission.build import PodUse, Promise, pod_use, promised_room, promises_of, table_of
 from kubehpc.sched.nodetable import NodeTable
@@ -48,18 +49,18 @@ _TERMINAL = ("Succeeded", "Failed")
 
 
 def object_key(obj: Obj) -> str:
-    meta = obj.get("metadata") or {}
+    meta = F.metadata(obj)
     namespace = meta.get("namespace")
     return f"{namespace}/{meta.get('name')}" if namespace else str(meta.get("name"))
 
 
 def _rv(obj: Obj) -> int | None:
     # None for an opaque resourceVersion (some API servers): cannot order, accept it.
-    return resource_version_number((obj.get("metadata") or {}).get("resourceVersion") or "")
+    return resource_version_number(F.metadata(obj).get("resourceVersion") or "")
 
 
 def _is_true(obj: Obj, ctype: str) -> bool:
-    for c in (obj.get("status") or {}).get("conditions") or ():
+    for c in F.conditions(obj):
         if c.get("type") == ctype:
             return bool(c.get("status") == "True")
     return False
@@ -70,9 +71,9 @@ def fingerprint(kind: str, obj: Obj) -> tuple[Any, ...]:
     themselves, not an encoding of them: they are the stored object's own, shared read only,
     so comparing two versions that share a part (a status write shares the Workload's spec,
     pod templates and all) is an identity check, not a walk."""
-    meta = obj.get("metadata") or {}
+    meta = F.metadata(obj)
     if kind == WORKLOAD:
-        status = obj.get("status") or {}
+        status = F.status(obj)
         what: Any = (
             obj.get("spec"),
             _is_true(obj, "QuotaReserved"),
@@ -85,7 +86,7 @@ def fingerprint(kind: str, obj: Obj) -> tuple[Any, ...]:
     elif kind == WORKLOAD_PRIORITY_CLASS:
         what = obj.get("value")
     elif kind == NODE:
-        spec, status = obj.get("spec") or {}, obj.get("status") or {}
+        spec, status = F.spec(obj), F.status(obj)
         what = (
             meta.get("labels"),
             spec.get("taints"),
@@ -93,19 +94,20 @@ def fingerprint(kind: str, obj: Obj) -> tuple[Any, ...]:
             status.get("allocatable") or status.get("capacity"),
         )
     elif kind == POD:
-        spec = obj.get("spec") or {}
-        running = bool(spec.get("nodeName")) and (obj.get("status") or {}).get("phase") not in _TERMINAL
-        what = (spec.get("nodeName"), running, [c.get("resources") for c in spec.get("containers") or ()])
+        spec = F.spec(obj)
+        running = bool(spec.get("nodeName")) and F.status(obj).get("phase") not in _TERMINAL
+        what = (
+            spec.get("nodeName"),
+            running,
+            [c.get("resources") for c in F.object_list(spec, "containers")],
+        )
     else:  # queues, cohorts, flavors: their spec
         what = (obj.get("spec"), bool(meta.get("deletionTimestamp")))
     return what if isinstance(what, tuple) else (what,)
 
 
 def _holds_node_room(pod: Obj) -> bool:
-    return (
-        bool((pod.get("spec") or {}).get("nodeName"))
-        and (pod.get("status") or {}).get("phase") not in _TERMINAL
-    )
+    return bool(F.spec(pod).get("nodeName")) and F.status(pod).get("phase") not in _TERMINAL
 
 
 class AdmissionCache:
@@ -182,7 +184,7 @@ class AdmissionCache:
 
     @staticmethod
     def _older(new: Obj, current: Obj) -> bool:
-        if (new.get("metadata") or {}).get("uid") != (current.get("metadata") or {}).get("uid"):
+        if F.metadata(new).get("uid") != F.metadata(current).get("uid"):
             return False  # deleted and created again under the same name
         new_rv, cur_rv = _rv(new), _rv(current)
         # Equal counts as older: the version an assumption was made on must not undo it.

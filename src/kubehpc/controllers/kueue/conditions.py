@@ -11,6 +11,7 @@ import math
 from datetime import datetime
 from typing import Any
 
+from kubehpc.api import fields as F
 from kubehpc.store.strategy import rfc3339
 
 Obj = dict[str, Any]
@@ -23,11 +24,11 @@ def format_time(when: datetime) -> str:
 
 
 def conditions_of(obj: Obj) -> list[Obj]:
-    return list((obj.get("status") or {}).get("conditions") or [])
+    return list(F.status(obj).get("conditions") or [])
 
 
 def find(obj: Obj, ctype: str) -> Obj | None:
-    for cond in (obj.get("status") or {}).get("conditions") or ():
+    for cond in F.list_field(F.status(obj), "conditions"):
         if isinstance(cond, dict) and cond.get("type") == ctype:
             return cond
     return None

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from kubehpc.api import fields as F
 from kubehpc.api.errors import ApiError
 from kubehpc.api.kinds.kueue.workload import ESTIMATED_START_ANNOTATION
 from kubehpc.controllers.job.clock import Clock, RealClock
@@ -55,7 +56,7 @@ def condition_message(start: str, cluster_queue: str) -> str:
 
 
 def _newest(items: list[Obj]) -> int:
-    return max((int((o.get("metadata") or {}).get("resourceVersion") or 0) for o in items), default=0)
+    return max((int(F.metadata(o).get("resourceVersion") or 0) for o in items), default=0)
 
 
 def stamp(seconds: float) -> str:
@@ -155,7 +156,7 @@ class EstimateLoop:
         written = 0
         for wl in workloads:
             pending = wanted.get(W.key_of(wl))
-            annotations = (wl.get("metadata") or {}).get("annotations") or {}
+            annotations = F.obj_field(F.metadata(wl), "annotations")
             current = annotations.get(ESTIMATED_START_ANNOTATION)
             value: str | None = None
             if pending is not None and pending.estimated_start is not None:
@@ -196,8 +197,8 @@ class EstimateLoop:
         message = condition_message(value, cluster_queue) if value is not None else ""
         if value is not None and cond is not None and cond.get("message") == message:
             return False
-        status = dict(wl.get("status") or {})
-        status["conditions"] = [dict(c) for c in status.get("conditions") or ()]
+        status = dict(F.status(wl))
+        status["conditions"] = [dict(c) for c in F.object_list(status, "conditions")]
         if value is None:
             remove_condition(status, ESTIMATED_START_CONDITION)
         else:

@@ -14,12 +14,13 @@ Optional capabilities are separate protocols (Kueue's ``JobWithPriorityClass``,
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from mypy_extensions import mypyc_attr
 
+from kubehpc.api import fields as F
 from kubehpc.controllers.kueue import constants as k
 from kubehpc.controllers.kueue.jobprotocols import GenericJob, JobWithCustomStop, JobWithPriorityClass
 
@@ -55,17 +56,17 @@ class PodSetInfo:
     tolerations: list[Obj] = field(default_factory=list)
 
     @classmethod
-    def original(cls, pod_set: Mapping[str, Any]) -> PodSetInfo:
+    def original(cls, pod_set: dict[str, Any]) -> PodSetInfo:
         """The template as the job was queued (a Workload's spec.podSets entry)."""
-        template = pod_set.get("template") or {}
-        meta = template.get("metadata") or {}
-        spec = template.get("spec") or {}
+        template = F.obj_field(pod_set, "template")
+        meta = F.metadata(template)
+        spec = F.spec(template)
         return cls(
             name=str(pod_set.get("name") or k.DEFAULT_POD_SET),
             count=int(pod_set.get("count", 1)),
-            labels=dict(meta.get("labels") or {}),
-            annotations=dict(meta.get("annotations") or {}),
-            node_selector=dict(spec.get("nodeSelector") or {}),
+            labels=dict(F.obj_field(meta, "labels")),
+            annotations=dict(F.obj_field(meta, "annotations")),
+            node_selector=dict(F.obj_field(spec, "nodeSelector")),
             tolerations=copy.deepcopy(list(spec.get("tolerations") or [])),
         )
 
@@ -162,7 +163,7 @@ class Integration:
     kind: str
     new_job: Callable[[Obj], GenericJob]
 
-    def owns(self, ref: Mapping[str, Any]) -> bool:
+    def owns(self, ref: dict[str, Any]) -> bool:
         return ref.get("kind") == self.kind and ref.get("apiVersion") == self.api_version
 
 
@@ -191,12 +192,11 @@ def custom_stop_of(job: GenericJob) -> JobWithCustomStop | None:
     return cast(JobWithCustomStop, job) if _offers(job, JobWithCustomStop) else None
 
 
-def queue_name(obj: Mapping[str, Any]) -> str:
+def queue_name(obj: dict[str, Any]) -> str:
     """The LocalQueue a job is submitted to ("" when Kueue does not manage it)."""
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    return str(labels.get(k.QUEUE_NAME_LABEL) or "")
+    return str(F.labels(obj).get(k.QUEUE_NAME_LABEL) or "")
 
 
-def workload_priority_class(obj: Mapping[str, Any]) -> str:
-    labels = (obj.get("metadata") or {}).get("labels") or {}
+def workload_priority_class(obj: dict[str, Any]) -> str:
+    labels = F.obj_field(F.metadata(obj), "labels")
     return str(labels.get(k.PRIORITY_CLASS_LABEL) or "")

@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from kubehpc.api import fields as F
 from kubehpc.api.quantity import BINARY_SI, DECIMAL_SI, Quantity, canonical, resource_units
 from kubehpc.controllers.kueue import constants as k
 from kubehpc.controllers.kueue.conditions import is_true, set_condition
@@ -43,7 +44,7 @@ def base_units(resource: str, units: int) -> float:
 def quota_cells(cq: Obj) -> list[tuple[str, str, Any]]:
     """(flavor, resource, nominalQuota) in the order the ClusterQueue lists them."""
     cells = []
-    for group in (cq.get("spec") or {}).get("resourceGroups") or ():
+    for group in F.spec(cq).get("resourceGroups") or ():
         for flavor in group.get("flavors") or ():
             for res in flavor.get("resources") or ():
                 cells.append((str(flavor["name"]), str(res["name"]), res.get("nominalQuota", 0)))
@@ -85,7 +86,7 @@ def cluster_queue_status(cq: Obj, state: ClusterQueueState, admitted: int, now: 
     cells = quota_cells(cq)
     usage = {(f, r): a for f, r, a in state.usage}
     borrowed = {(f, r): a for f, r, a in state.borrowed}
-    status = _kept_copy(cq.get("status") or {})
+    status = _kept_copy(F.status(cq))
     status.update(
         {
             "pendingWorkloads": state.pending,
@@ -103,7 +104,7 @@ def cluster_queue_status(cq: Obj, state: ClusterQueueState, admitted: int, now: 
 
 
 def _gen(obj: Obj) -> int | None:
-    value = (obj.get("metadata") or {}).get("generation")
+    value = F.metadata(obj).get("generation")
     return int(value) if isinstance(value, int) else None
 
 
@@ -147,12 +148,12 @@ def holding_of(workload: Obj) -> Holding | None:
     running = admitted and not finished
     if not reserving and not running:
         return None
-    admission = (workload.get("status") or {}).get("admission") or {}
+    admission = F.obj_field(F.status(workload), "admission")
     cells: list[tuple[str, str, int]] = []
     if reserving:
-        for psa in admission.get("podSetAssignments") or ():
-            flavors = psa.get("flavors") or {}
-            for resource, amount in (psa.get("resourceUsage") or {}).items():
+        for psa in F.object_list(admission, "podSetAssignments"):
+            flavors = F.obj_field(psa, "flavors")
+            for resource, amount in F.obj_field(psa, "resourceUsage").items():
                 flavor = flavors.get(resource)
                 if flavor is not None:
                     cells.append((str(flavor), str(resource), resource_units(str(resource), amount)))
@@ -213,17 +214,17 @@ class LocalQueueTally:
 
 
 def _queue_key(workload: Obj) -> str:
-    meta = workload.get("metadata") or {}
+    meta = F.metadata(workload)
     return f"{meta.get('namespace') or 'default'}/{(workload.get('spec') or {}).get('queueName') or ''}"
 
 
 def local_queue_status(
     lq: Obj, cq: Obj | None, cq_active: bool, tally: LocalQueueTally, now: datetime
 ) -> Obj:
-    meta = lq.get("metadata") or {}
+    meta = F.metadata(lq)
     key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
     cells = quota_cells(cq) if cq is not None else []
-    status = _kept_copy(lq.get("status") or {})
+    status = _kept_copy(F.status(lq))
     status.update(
         {
             "pendingWorkloads": tally.pending[key],
@@ -234,7 +235,7 @@ def local_queue_status(
         }
     )
     gen = _gen(lq)
-    stop = str((lq.get("spec") or {}).get("stopPolicy") or "None")
+    stop = str(F.spec(lq).get("stopPolicy") or "None")
     if stop != "None":
         set_condition(status, k.ACTIVE, "False", k.LQ_STOPPED_REASON, k.LQ_STOPPED_MESSAGE, now, gen)
     elif cq is None:

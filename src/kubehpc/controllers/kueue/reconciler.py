@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from kubehpc.api import fields as F
 from kubehpc.api.errors import ApiError, Conflict, NotFound
 from kubehpc.controllers.job.clock import Clock, RealClock
 from kubehpc.controllers.job.controller import EventSink
@@ -222,7 +223,7 @@ class JobReconciler:
         wanted = workload_priority_class(job.object) or priority_class_of(job)
         # Resolve again only when the job names another class than the Workload has: this
         # runs on every Workload event, and the class's value is read once, at creation.
-        if wanted != str((spec.get("priorityClassRef") or {}).get("name") or ""):
+        if wanted != str(F.obj_field(spec, "priorityClassRef").get("name") or ""):
             try:
                 priority, ref = self._priority(job)
             except ComposeError:
@@ -252,13 +253,13 @@ class JobReconciler:
 
     def _admitted_infos(self, wl: Obj) -> list[PodSetInfo]:
         """Per pod set: the nodeSelector and tolerations of the flavors it was admitted to."""
-        admission = (wl.get("status") or {}).get("admission") or {}
+        admission = F.obj_field(F.status(wl), "admission")
         assigned = {
-            str(a.get("name") or k.DEFAULT_POD_SET): a for a in admission.get("podSetAssignments") or ()
+            str(a.get("name") or k.DEFAULT_POD_SET): a for a in F.object_list(admission, "podSetAssignments")
         }
         flavors: dict[str, Obj] = {}
         infos = []
-        for pod_set in (wl.get("spec") or {}).get("podSets") or ():
+        for pod_set in F.object_list(F.spec(wl), "podSets"):
             name = str(pod_set.get("name") or k.DEFAULT_POD_SET)
             assignment = assigned.get(name) or {}
             count = assignment.get("count")
@@ -269,22 +270,22 @@ class JobReconciler:
                 info.annotations[POD_SET_ANNOTATION] = name
                 info.annotations[WORKLOAD_ANNOTATION] = str(wl["metadata"]["name"])
                 info.annotations[PLANNED_NODES_ANNOTATION] = encode(nodes)
-            for flavor_name in sorted(set((assignment.get("flavors") or {}).values())):
+            for flavor_name in sorted(set(F.obj_field(assignment, "flavors").values())):
                 if flavor_name not in flavors:
                     # Read only: its labels and tolerations are copied into the template.
                     flavors[flavor_name] = self.client.get(
                         k.KUEUE_API_VERSION, k.RESOURCE_FLAVOR, flavor_name, read_only=True
                     )
-                spec = flavors[flavor_name].get("spec") or {}
-                info.node_selector.update(spec.get("nodeLabels") or {})
-                for toleration in spec.get("tolerations") or ():
+                spec = F.spec(flavors[flavor_name])
+                info.node_selector.update(F.obj_field(spec, "nodeLabels"))
+                for toleration in F.object_list(spec, "tolerations"):
                     if toleration not in info.tolerations:
                         info.tolerations.append(toleration)
             infos.append(info)
         return infos
 
     def _stop(self, job: GenericJob, wl: Obj | None, message: str) -> None:
-        infos = [PodSetInfo.original(ps) for ps in ((wl or {}).get("spec") or {}).get("podSets") or ()]
+        infos = [PodSetInfo.original(ps) for ps in F.object_list(F.spec(wl or {}), "podSets")]
         custom = custom_stop_of(job)
         if custom is not None:
             stopped = custom.stop(self.client, infos)
@@ -364,8 +365,8 @@ class JobReconciler:
         return handle
 
     def _on_workload(self, event_type: str, wl: Obj) -> None:
-        meta = wl.get("metadata") or {}
-        for ref in meta.get("ownerReferences") or ():
+        meta = F.metadata(wl)
+        for ref in F.object_list(meta, "ownerReferences"):
             if not ref.get("controller"):
                 continue
             for kid, integration in self.integrations.items():
@@ -380,20 +381,20 @@ class JobReconciler:
 
 
 def _ref(obj: Obj) -> str:
-    meta = obj.get("metadata") or {}
+    meta = F.metadata(obj)
     return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
 
 
 def _stopping(obj: Obj) -> bool:
-    return k.STOPPING_ANNOTATION in ((obj.get("metadata") or {}).get("annotations") or {})
+    return k.STOPPING_ANNOTATION in F.obj_field(F.metadata(obj), "annotations")
 
 
 def _quota_shape(pod_set: Obj) -> Any:
     """What admission charges for: the containers' resources (scheduling fields may differ
     between the queued template and the running one, which carries the flavors)."""
-    spec = (pod_set.get("template") or {}).get("spec") or {}
+    spec = F.spec(F.obj_field(pod_set, "template"))
     return [
-        [(c.get("name"), c.get("resources") or {}) for c in spec.get(part) or ()]
+        [(c.get("name"), c.get("resources") or {}) for c in F.object_list(spec, part)]
         for part in ("initContainers", "containers")
     ]
 
@@ -403,11 +404,11 @@ def equivalent(job: GenericJob, wl: Obj) -> bool:
     sets and resources; the counts the job runs with are the admitted ones (partial admission)
     while it runs, the queued ones while it is suspended."""
     job_sets = job.pod_sets()
-    wl_sets = list((wl.get("spec") or {}).get("podSets") or ())
+    wl_sets = F.object_list(F.spec(wl), "podSets")
     if [p.get("name") for p in job_sets] != [p.get("name") for p in wl_sets]:
         return False
-    admission = (wl.get("status") or {}).get("admission") or {}
-    assigned = {a.get("name"): a.get("count") for a in admission.get("podSetAssignments") or ()}
+    admission = F.obj_field(F.status(wl), "admission")
+    assigned = {a.get("name"): a.get("count") for a in F.object_list(admission, "podSetAssignments")}
     reserved = W.has_quota_reservation(wl)
     for mine, theirs in zip(job_sets, wl_sets, strict=True):
         if _quota_shape(mine) != _quota_shape(theirs) or mine.get("minCount") != theirs.get("minCount"):

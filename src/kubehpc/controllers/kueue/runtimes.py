@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubehpc.api import fields as F
 from kubehpc.sched.admission.reservations import RUNTIME_ESTIMATE_ANNOTATION
 
 Obj = dict[str, Any]
@@ -24,12 +25,12 @@ def runtime_fields(job: Obj) -> tuple[int | None, str | None]:
     ``spec.activeDeadlineSeconds``, the second. Values that are not positive integers are left
     out (the Workload would be rejected for them).
     """
-    meta = job.get("metadata") or {}
-    max_exec = _positive_int((meta.get("labels") or {}).get(MAX_EXEC_TIME_LABEL))
-    annotations = meta.get("annotations") or {}
+    meta = F.metadata(job)
+    max_exec = _positive_int(F.obj_field(meta, "labels").get(MAX_EXEC_TIME_LABEL))
+    annotations = F.obj_field(meta, "annotations")
     estimate = _positive_int(annotations.get(RUNTIME_ESTIMATE_ANNOTATION))
     if estimate is None:
-        estimate = _positive_int((job.get("spec") or {}).get("activeDeadlineSeconds"))
+        estimate = _positive_int(F.spec(job).get("activeDeadlineSeconds"))
     return max_exec, None if estimate is None else str(estimate)
 
 

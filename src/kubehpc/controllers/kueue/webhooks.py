@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from kubehpc.api import fields as F
 from kubehpc.api.errors import Cause, invalid
 from kubehpc.api.registry import ResourceType
 from kubehpc.controllers.kueue import constants as k
@@ -53,7 +54,7 @@ class JobWebhook:
         job = integration.new_job(obj)
         causes = self._validate(rt, obj, old, job.is_suspended())
         if causes:
-            meta = obj.get("metadata") or {}
+            meta = F.metadata(obj)
             raise invalid(rt.kind, str(meta.get("name", "")), causes, group=rt.group)
         if operation == "CREATE" and queue and not job.is_suspended():
             job.suspend()
@@ -76,11 +77,11 @@ class JobWebhook:
 
 
 def _min_parallelism(obj: Obj) -> object:
-    return ((obj.get("metadata") or {}).get("annotations") or {}).get(k.MIN_PARALLELISM_ANNOTATION)
+    return F.obj_field(F.metadata(obj), "annotations").get(k.MIN_PARALLELISM_ANNOTATION)
 
 
 def _partial_admission_causes(obj: Obj) -> list[Cause]:
-    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    annotations = F.obj_field(F.metadata(obj), "annotations")
     if k.MIN_PARALLELISM_ANNOTATION not in annotations:
         return []
     raw = annotations[k.MIN_PARALLELISM_ANNOTATION]
@@ -94,7 +95,7 @@ def _partial_admission_causes(obj: Obj) -> list[Cause]:
                 "FieldValueInvalid",
             )
         ]
-    count = batchjob.pods_count(obj.get("spec") or {})
+    count = batchjob.pods_count(F.spec(obj))
     if value <= 0 or value >= count:
         return [
             Cause(

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import orjson
 
+from kubehpc.api import fields as F
 from kubehpc.api.kinds.kueue.workload import workload_state
 from kubehpc.controllers.job.spec import parse_time
 from kubehpc.controllers.kueue import constants as k
@@ -95,7 +96,7 @@ def status_copy(obj: Obj) -> Obj:
     with ``update_status``: its status is the caller's own, the rest stays shared, read only.
     A status write reads nothing else, and a Workload's spec (its pod templates) is most of it."""
     out = dict(obj)
-    out["status"] = private_copy(obj.get("status") or {})
+    out["status"] = private_copy(F.status(obj))
     return out
 
 
@@ -103,7 +104,7 @@ def status_copy(obj: Obj) -> Obj:
 
 
 def key_of(obj: Obj) -> str:
-    meta = obj.get("metadata") or {}
+    meta = F.metadata(obj)
     return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
 
 
@@ -124,7 +125,7 @@ def is_evicted(wl: Obj) -> bool:
 
 
 def cluster_queue_of(wl: Obj) -> str:
-    return str(((wl.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
+    return str(F.obj_field(F.status(wl), "admission").get("clusterQueue") or "")
 
 
 def state(wl: Obj) -> str:
@@ -136,14 +137,14 @@ def queued_since(wl: Obj) -> datetime | None:
     requeued = find(wl, k.REQUEUED)
     if requeued is not None and requeued.get("lastTransitionTime"):
         return parse_time(requeued["lastTransitionTime"])
-    return parse_time((wl.get("metadata") or {}).get("creationTimestamp"))
+    return parse_time(F.metadata(wl).get("creationTimestamp"))
 
 
 # --- transitions (on a status dict, in place; each returns whether it changed anything) ----------
 
 
 def _generation(wl: Obj) -> int | None:
-    value = (wl.get("metadata") or {}).get("generation")
+    value = F.metadata(wl).get("generation")
     return int(value) if isinstance(value, int) else None
 
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from mypy_extensions import mypyc_attr
 
+from kubehpc.api import fields as F
 from kubehpc.api.devices import POD_DEVICES_ANNOTATION
 from kubehpc.api.errors import AlreadyExists, ApiError, BadRequest
 from kubehpc.store.client import Client, PatchType
@@ -40,9 +41,9 @@ def device_annotations(devices: Devices) -> dict[str, str]:
     return {POD_DEVICES_ANNOTATION: json.dumps(ids, separators=(",", ":"))}
 
 
-def binding_object(pod: Mapping[str, Any], node: str, devices: Devices) -> Obj:
+def binding_object(pod: dict[str, Any], node: str, devices: Devices) -> Obj:
     """The ``v1 Binding`` of ``pod`` (as last seen: its uid guards against a namesake) to ``node``."""
-    meta = pod.get("metadata") or {}
+    meta = F.metadata(pod)
     binding: Obj = {
         "apiVersion": "v1",
         "kind": "Binding",
@@ -64,7 +65,7 @@ class Binder:
 
     def bind(self, pod: Obj, node: str, devices: Devices) -> None:
         """Bind ``pod`` (as last seen) to ``node``; raises ApiError when the API refuses."""
-        meta = pod.get("metadata") or {}
+        meta = F.metadata(pod)
         annotations = device_annotations(devices)
         if self.mode is not BindMode.PATCH:
             try:
@@ -83,14 +84,14 @@ class Binder:
         self.client.patch("v1", "Pod", str(meta.get("name")), patch, PatchType.MERGE, meta.get("namespace"))
 
 
-def scheduled_condition(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    for cond in (pod.get("status") or {}).get("conditions") or ():
+def scheduled_condition(pod: dict[str, Any]) -> dict[str, Any] | None:
+    for cond in F.object_list(F.status(pod), "conditions"):
         if cond.get("type") == "PodScheduled":
             return dict(cond)
     return None
 
 
-def needs_unschedulable_update(pod: Mapping[str, Any], message: str) -> bool:
+def needs_unschedulable_update(pod: dict[str, Any], message: str) -> bool:
     cond = scheduled_condition(pod)
     return not (
         cond is not None
@@ -100,10 +101,10 @@ def needs_unschedulable_update(pod: Mapping[str, Any], message: str) -> bool:
     )
 
 
-def mark_unschedulable(client: Client, pod: Mapping[str, Any], message: str, now: float) -> Obj:
+def mark_unschedulable(client: Client, pod: dict[str, Any], message: str, now: float) -> Obj:
     """PodScheduled=False, reason Unschedulable, with the core's message (strategic merge on
     the status subresource, so other conditions stay as they are)."""
-    meta = pod.get("metadata") or {}
+    meta = F.metadata(pod)
     before = scheduled_condition(pod)
     transition = rfc3339(now)
     if before is not None and before.get("status") == "False" and before.get("lastTransitionTime"):
@@ -135,7 +136,7 @@ def mark_unschedulable(client: Client, pod: Mapping[str, Any], message: str, now
 
 def record_event(
     client: Client,
-    pod: Mapping[str, Any],
+    pod: dict[str, Any],
     event_type: str,
     reason: str,
     message: str,
@@ -143,7 +144,7 @@ def record_event(
     on_error: Callable[[ApiError], None] | None = None,
 ) -> None:
     """A core/v1 Event about ``pod`` from the default scheduler (``kubectl describe`` shows it)."""
-    meta = pod.get("metadata") or {}
+    meta = F.metadata(pod)
     namespace = meta.get("namespace") or "default"
     stamp = rfc3339(now)
 

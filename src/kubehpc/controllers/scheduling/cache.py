@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from kubehpc.api import fields as F
 from kubehpc.api.devices import NodeDevices, devices_in_use
 from kubehpc.api.quantity import resource_units
 from kubehpc.controllers.scheduling.priority import resolve_priority
@@ -36,8 +37,8 @@ TERMINAL_PHASES = ("Succeeded", "Failed")
 DEFAULT_SCHEDULER = "default-scheduler"
 
 
-def pod_key(pod: Mapping[str, Any]) -> str:
-    meta = pod.get("metadata") or {}
+def pod_key(pod: Obj) -> str:
+    meta = F.metadata(pod)
     return f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}"
 
 
@@ -55,7 +56,7 @@ _UNITS: dict[tuple[str, str], int | None] = {}
 repeat a handful of amounts, and reading one (a Fraction) costs more than the node's entry."""
 
 
-def _units(resources: Mapping[str, Any]) -> dict[str, int]:
+def _units(resources: Obj) -> dict[str, int]:
     out: dict[str, int] = {}
     for name, value in resources.items():
         name = str(name)
@@ -90,7 +91,7 @@ def _totals(table: dict[str, Counter[str]], node: str) -> Counter[str]:
     return totals
 
 
-def _shape_or_none(key: str, spec: Mapping[str, Any]) -> PodShape | None:
+def _shape_or_none(key: str, spec: Obj) -> PodShape | None:
     try:
         return shape_of(spec)
     except (ValueError, TypeError, AttributeError) as err:
@@ -109,10 +110,10 @@ class NodeEntry:
     inventory: NodeDevices | None
 
     @classmethod
-    def of(cls, node: Mapping[str, Any]) -> NodeEntry:
-        meta = node.get("metadata") or {}
-        spec = node.get("spec") or {}
-        status = node.get("status") or {}
+    def of(cls, node: Obj) -> NodeEntry:
+        meta = F.metadata(node)
+        spec = F.spec(node)
+        status = F.status(node)
         try:
             inventory = NodeDevices.from_node(node)
         except (ValueError, TypeError, KeyError):
@@ -122,7 +123,7 @@ class NodeEntry:
         return cls(
             name=str(meta.get("name", "")),
             allocatable=_units(status.get("allocatable") or status.get("capacity") or {}),
-            labels=dict(meta.get("labels") or {}),
+            labels=dict(F.obj_field(meta, "labels")),
             taints=tuple(
                 Taint(str(t.get("key", "")), str(t.get("value") or ""), str(t.get("effect", "")))
                 for t in spec.get("taints") or ()
@@ -225,7 +226,7 @@ class ClusterCache:
 
     # ----------------------------------------------------------------- nodes
 
-    def put_node(self, node: Mapping[str, Any]) -> None:
+    def put_node(self, node: Obj) -> None:
         entry = NodeEntry.of(node)
         before = self.nodes.get(entry.name)
         self.nodes[entry.name] = entry
@@ -282,14 +283,14 @@ class ClusterCache:
             self.dirty.add(charge.node)
         return charge
 
-    def is_ours(self, pod: Mapping[str, Any]) -> bool:
-        return str((pod.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER) in self.scheduler_names
+    def is_ours(self, pod: Obj) -> bool:
+        return str(F.spec(pod).get("schedulerName") or DEFAULT_SCHEDULER) in self.scheduler_names
 
     def put_pod(self, pod: Obj) -> None:
         key = pod_key(pod)
-        meta = pod.get("metadata") or {}
-        spec = pod.get("spec") or {}
-        phase = (pod.get("status") or {}).get("phase")
+        meta = F.metadata(pod)
+        spec = F.spec(pod)
+        phase = F.status(pod).get("phase")
         node = spec.get("nodeName")
         uid = str(meta.get("uid", ""))
         previous = self.charges.get(key)
@@ -367,7 +368,7 @@ class ClusterCache:
         if self.uncharge(key) is not None:
             self.on_capacity_change()
 
-    def _shape_of(self, key: str, spec: Mapping[str, Any]) -> PodShape | None:
+    def _shape_of(self, key: str, spec: Obj) -> PodShape | None:
         """The pod's shape, interned: found by the spec's JSON, so a pod seen again (created,
         then bound, ...) costs no hashing of its shape."""
         try:
@@ -476,8 +477,8 @@ class ClusterCache:
 
     # ----------------------------------------------------------------- priority classes
 
-    def put_class(self, pc: Mapping[str, Any]) -> None:
-        self.classes[str((pc.get("metadata") or {}).get("name", ""))] = dict(pc)
+    def put_class(self, pc: Obj) -> None:
+        self.classes[str(F.metadata(pc).get("name", ""))] = dict(pc)
         self._reprioritise()
 
     def delete_class(self, name: str) -> None:
@@ -487,7 +488,7 @@ class ClusterCache:
     def _reprioritise(self) -> None:
         # Pods admitted without spec.priority take theirs from the classes as they are now.
         for waiting in list(self.waiting.values()):
-            if (waiting.obj.get("spec") or {}).get("priority") is None:
+            if F.spec(waiting.obj).get("priority") is None:
                 self.put_pod(waiting.obj)
 
 

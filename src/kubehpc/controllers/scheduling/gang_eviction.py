@@ -11,10 +11,11 @@ the next cycle waits for them instead of choosing more.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
+from kubehpc.api import fields as F
 from kubehpc.api.errors import ApiError, NotFound
 from kubehpc.controllers.scheduling.cache import pod_key
 from kubehpc.sched.gang import Gang, GangDecisions, GangOptions
@@ -37,17 +38,17 @@ def _epoch(stamp: str) -> float:
 
 
 def running_gangs(
-    pods: Iterable[Mapping[str, Any]], group: Any, priority: Callable[[Mapping[str, Any]], int]
+    pods: Iterable[dict[str, Any]], group: Any, priority: Callable[[dict[str, Any]], int]
 ) -> list[RunningGang]:
     """Bound, unfinished, not deleting pods as gangs: ``group(pod)`` names a pod's gang (or None:
     the pod alone). A gang's priority is its highest pod's, its age its oldest pod's."""
-    members: dict[str, list[tuple[Mapping[str, Any], RunningPod]]] = {}
+    members: dict[str, list[tuple[dict[str, Any], RunningPod]]] = {}
     for pod in pods:
-        spec = pod.get("spec") or {}
-        meta = pod.get("metadata") or {}
+        spec = F.spec(pod)
+        meta = F.metadata(pod)
         if not spec.get("nodeName") or meta.get("deletionTimestamp"):
             continue
-        if (pod.get("status") or {}).get("phase") in TERMINAL:
+        if F.status(pod).get("phase") in TERMINAL:
             continue
         try:
             shape = shape_of(spec)
@@ -59,7 +60,7 @@ def running_gangs(
     out = []
     for uid, items in sorted(members.items()):
         top = max(priority(p) for p, _ in items)
-        created = min(_epoch(str((p.get("metadata") or {}).get("creationTimestamp", ""))) for p, _ in items)
+        created = min(_epoch(str(F.metadata(p).get("creationTimestamp", ""))) for p, _ in items)
         out.append(RunningGang(uid, top, tuple(r for _, r in items), created))
     return out
 
@@ -86,7 +87,7 @@ class GangEvictor:
         decisions: GangDecisions,
         gangs: list[Gang],
         group: Any,
-        priority: Callable[[Mapping[str, Any]], int],
+        priority: Callable[[dict[str, Any]], int],
         config: SchedulerConfig,
         options: GangOptions,
     ) -> dict[str, str]:

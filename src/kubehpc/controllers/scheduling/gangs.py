@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from kubehpc.api import fields as F
 from kubehpc.api.errors import ApiError, NotFound
 from kubehpc.controllers.scheduling.cache import DEFAULT_SCHEDULER, ClusterCache, Waiting, pod_key
 from kubehpc.controllers.scheduling.gang_eviction import GangEvictor
@@ -83,12 +84,12 @@ class GroupRef:
         return f"{self.namespace}/{self.name}"
 
 
-def group_of(pod: Mapping[str, Any]) -> GroupRef | None:
-    meta = pod.get("metadata") or {}
-    spec = pod.get("spec") or {}
+def group_of(pod: dict[str, Any]) -> GroupRef | None:
+    meta = F.metadata(pod)
+    spec = F.spec(pod)
     ns = str(meta.get("namespace") or "default")
-    labels = meta.get("labels") or {}
-    annotations = meta.get("annotations") or {}
+    labels = F.obj_field(meta, "labels")
+    annotations = F.obj_field(meta, "annotations")
     if spec.get("schedulerName") == VOLCANO_SCHEDULER and annotations.get(VOLCANO_GROUP_ANNOTATION):
         return GroupRef("volcano", ns, str(annotations[VOLCANO_GROUP_ANNOTATION]))
     if labels.get(COSCHEDULING_LABEL):
@@ -96,7 +97,7 @@ def group_of(pod: Mapping[str, Any]) -> GroupRef | None:
     if labels.get(KUEUE_GROUP_LABEL):
         return GroupRef("kueue", ns, str(labels[KUEUE_GROUP_LABEL]))
     if labels.get(KUEUE_PODSET_LABEL) or request_from_annotations(annotations) is not None:
-        for owner in meta.get("ownerReferences") or ():
+        for owner in F.object_list(meta, "ownerReferences"):
             if owner.get("controller") and owner.get("kind") == "Job":
                 return GroupRef("job", ns, str(owner.get("name")))
     return None
@@ -109,7 +110,7 @@ class GroupSpec:
     min_member: int | None = None
     timeout_s: float | None = None
     held: str = ""
-    network: Mapping[str, Any] | None = None
+    network: dict[str, Any] | None = None
     """Volcano's ``spec.networkTopology`` (mode, highestTierAllowed / highestTierName)."""
     task_minimums: Mapping[str, int] | None = None
     """Volcano's ``spec.minTaskMember``: per task, the pods that must start with the gang."""
@@ -147,10 +148,10 @@ class GangStep:
             group = self._get(api_version, kind, ref.name, ref.namespace)
             if group is None:
                 return GroupSpec(held=f"PodGroup {ref} ({api_version}) not found")
-            spec = group.get("spec") or {}
+            spec = F.spec(group)
             # A PodGroup the Volcano queue loop has not looked at yet has no phase: it is as
             # Pending as one the loop holds, or pods applied with it would start before their queue.
-            phase = (group.get("status") or {}).get("phase") or "Pending"
+            phase = F.status(group).get("phase") or "Pending"
             if ref.kind == "volcano" and phase == "Pending":
                 return GroupSpec(held=f"PodGroup {ref} is Pending: not yet let in by its queue")
             timeout = spec.get("scheduleTimeoutSeconds")
@@ -173,12 +174,12 @@ class GangStep:
         job = self._get("batch/v1", "Job", ref.name, ref.namespace)
         if job is None:
             return GroupSpec(held=f"Job {ref} not found")
-        spec = job.get("spec") or {}
+        spec = F.spec(job)
         given = spec.get("parallelism")
         parallelism = 1 if given is None else int(given)
         completions = spec.get("completions")
         if completions is not None:
-            done = int((job.get("status") or {}).get("succeeded") or 0)
+            done = int(F.status(job).get("succeeded") or 0)
             parallelism = min(parallelism, max(0, int(completions) - done))
         return GroupSpec(parallelism)
 
@@ -197,11 +198,7 @@ class GangStep:
                     continue
                 ref = group_of(pod)
                 if ref in groups:
-                    task = str(
-                        ((pod.get("metadata") or {}).get("annotations") or {}).get(
-                            VOLCANO_TASK_ANNOTATION, ""
-                        )
-                    )
+                    task = str(F.obj_field(F.metadata(pod), "annotations").get(VOLCANO_TASK_ANNOTATION, ""))
                     counts[ref][task] += 1
         return counts
 
@@ -211,10 +208,10 @@ class GangStep:
         except ApiError:
             return ()
         out = []
-        for topo in sorted(topologies, key=lambda t: str((t.get("metadata") or {}).get("name"))):
-            levels = [str(level.get("nodeLabel")) for level in (topo.get("spec") or {}).get("levels") or ()]
+        for topo in sorted(topologies, key=lambda t: str(F.metadata(t).get("name"))):
+            levels = [str(level.get("nodeLabel")) for level in F.spec(topo).get("levels") or ()]
             if levels:
-                name = str((topo.get("metadata") or {}).get("name"))
+                name = str(F.metadata(topo).get("name"))
                 out.append((name, TopologyTree.from_labels(snapshot.nodes, levels)))
         return tuple(out)
 
@@ -280,7 +277,7 @@ class GangStep:
 
     # ----------------------------------------------------------------- refused bindings
 
-    def binding_refused(self, pod: Mapping[str, Any], now: float) -> None:
+    def binding_refused(self, pod: dict[str, Any], now: float) -> None:
         """The API refused ``pod``'s binding. Others of its gang may be bound already (bindings
         are written pod by pod): the gang is watched until it runs whole again, and gives up its
         running pods if it is still short when its timeout passes."""
@@ -336,9 +333,9 @@ class GangStep:
             if _running(p) and group_of(p) == ref
         ]
 
-    def _priority(self, pod: Mapping[str, Any]) -> int:
+    def _priority(self, pod: dict[str, Any]) -> int:
         """A pod's priority as the cache gives it: ``spec.priority``, else from its class."""
-        spec = pod.get("spec") or {}
+        spec = F.spec(pod)
         if spec.get("priority") is not None:
             return int(spec["priority"])
         try:
@@ -428,7 +425,7 @@ class GangStep:
 
 
 def _network_request(
-    network: Mapping[str, Any], hyper: HyperNodeTopology | None
+    network: dict[str, Any], hyper: HyperNodeTopology | None
 ) -> TopologyRequest | str | None:
     """A Volcano PodGroup's ``networkTopology`` as a request on the HyperNode tree; a reason
     when it cannot be met whatever the nodes offer; None when it asks for nothing binding."""
@@ -447,15 +444,15 @@ def _network_request(
         return str(err)
 
 
-def _running(pod: Mapping[str, Any]) -> bool:
+def _running(pod: dict[str, Any]) -> bool:
     """On a node, not finished and not being deleted: a member the gang can count on."""
-    if not (pod.get("spec") or {}).get("nodeName") or (pod.get("metadata") or {}).get("deletionTimestamp"):
+    if not F.spec(pod).get("nodeName") or F.metadata(pod).get("deletionTimestamp"):
         return False
-    return (pod.get("status") or {}).get("phase") not in TERMINAL
+    return F.status(pod).get("phase") not in TERMINAL
 
 
 def _annotations(w: Waiting) -> Mapping[str, str]:
-    annotations: Mapping[str, str] = (w.obj.get("metadata") or {}).get("annotations") or {}
+    annotations: Mapping[str, str] = F.metadata(w.obj).get("annotations") or {}
     return annotations
 
 

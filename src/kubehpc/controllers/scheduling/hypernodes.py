@@ -15,15 +15,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kubehpc.api import fields as F
 from kubehpc.sched.nodetable import NodeTable
 from kubehpc.sched.topology import TopologyTree, tier_level
 
 log = logging.getLogger(__name__)
-Obj = Mapping[str, Any]
+Obj = dict[str, Any]
 
 
 def _selector_matches(selector: Obj, labels: Mapping[str, str]) -> bool:
-    for key, value in (selector.get("matchLabels") or {}).items():
+    for key, value in F.obj_field(selector, "matchLabels").items():
         if labels.get(key) != value:
             return False
     for expr in selector.get("matchExpressions") or ():
@@ -41,7 +42,7 @@ def _selector_matches(selector: Obj, labels: Mapping[str, str]) -> bool:
 
 
 def _matches(member: Obj, name: str, labels: Mapping[str, str]) -> bool:
-    selector = member.get("selector") or {}
+    selector = F.obj_field(member, "selector")
     if selector.get("exactMatch"):
         return bool(selector["exactMatch"].get("name") == name)
     if selector.get("regexMatch"):
@@ -68,8 +69,8 @@ def hypernode_tree(table: NodeTable, hypernodes: Sequence[Obj]) -> HyperNodeTopo
     tier_names: dict[str, int] = {}
     members: dict[str, list[Obj]] = {}
     for hn in hypernodes:
-        name = str((hn.get("metadata") or {}).get("name", ""))
-        spec = hn.get("spec") or {}
+        name = str(F.metadata(hn).get("name", ""))
+        spec = F.spec(hn)
         try:
             tiers[name] = int(spec["tier"])
         except (KeyError, TypeError, ValueError):

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from kubehpc.api import fields as F
 from kubehpc.api.errors import ApiError
 from kubehpc.store.client import Client, ListOptions, Watch
 
@@ -95,9 +96,9 @@ class Informer:
                 for ev in self._watch:
                     if ev.type in ("ADDED", "MODIFIED", "DELETED"):
                         self.events.put(Event(self.kind, ev.type, ev.object))
-                        rv = str((ev.object.get("metadata") or {}).get("resourceVersion") or rv)
+                        rv = str(F.metadata(ev.object).get("resourceVersion") or rv)
                     elif ev.type == "BOOKMARK":
-                        rv = str((ev.object.get("metadata") or {}).get("resourceVersion") or rv)
+                        rv = str(F.metadata(ev.object).get("resourceVersion") or rv)
                     elif ev.type == "ERROR":
                         break
             except ApiError as err:

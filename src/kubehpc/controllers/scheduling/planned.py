@@ -11,9 +11,10 @@ again and gets an ordinary placement in its flavor's nodes (the caller records w
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any
 
+from kubehpc.api import fields as F
 from kubehpc.controllers.scheduling.cache import TERMINAL_PHASES, Waiting
 from kubehpc.sched.model import PodShape
 from kubehpc.sched.planned import (
@@ -31,9 +32,9 @@ Obj = dict[str, Any]
 Group = tuple[str, str, str]  # namespace, workload, pod set
 
 
-def _plan_of(key: str, pod: Mapping[str, Any]) -> tuple[Group, Plan] | None:
-    meta = pod.get("metadata") or {}
-    annotations = meta.get("annotations") or {}
+def _plan_of(key: str, pod: dict[str, Any]) -> tuple[Group, Plan] | None:
+    meta = F.metadata(pod)
+    annotations = F.obj_field(meta, "annotations")
     text = annotations.get(PLANNED_NODES_ANNOTATION)
     if not text:
         return None
@@ -75,8 +76,8 @@ class PlannedNodes:
             self.forget(key)
             return
         self._plans[key] = planned
-        node = (pod.get("spec") or {}).get("nodeName")
-        running = bool(node) and (pod.get("status") or {}).get("phase") not in TERMINAL_PHASES
+        node = F.spec(pod).get("nodeName")
+        running = bool(node) and F.status(pod).get("phase") not in TERMINAL_PHASES
         self._place(key, str(node) if running else None)
 
     def forget(self, key: str) -> None:

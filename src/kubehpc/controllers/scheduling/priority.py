@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubehpc.api import fields as F
 from kubehpc.api.errors import Forbidden
 
 Obj = dict[str, Any]
@@ -29,16 +30,16 @@ class Resolved:
     preemption_policy: str
 
 
-def default_class(classes: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+def default_class(classes: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
     """The globalDefault class; with several (a race the API allows), the lowest value wins."""
-    best: Mapping[str, Any] | None = None
+    best: dict[str, Any] | None = None
     for pc in classes:
         if pc.get("globalDefault") and (best is None or int(pc.get("value", 0)) < int(best.get("value", 0))):
             best = pc
     return best
 
 
-def resolve_priority(spec: Mapping[str, Any], classes: Mapping[str, Mapping[str, Any]]) -> Resolved:
+def resolve_priority(spec: dict[str, Any], classes: Mapping[str, dict[str, Any]]) -> Resolved:
     """What admission gives a pod with ``spec``; ``classes`` maps class name -> PriorityClass.
 
     Raises ``Forbidden`` (as the admission plugin does) when the named class does not exist.
@@ -54,7 +55,7 @@ def resolve_priority(spec: Mapping[str, Any], classes: Mapping[str, Mapping[str,
         pc = default_class(classes.values())
         if pc is None:
             return Resolved("", 0, DEFAULT_PREEMPTION)
-    meta = pc.get("metadata") or {}
+    meta = F.metadata(pc)
     return Resolved(
         str(meta.get("name", name)),
         int(pc.get("value", 0)),
@@ -62,7 +63,7 @@ def resolve_priority(spec: Mapping[str, Any], classes: Mapping[str, Mapping[str,
     )
 
 
-def admit_pod_priority(pod: Obj, classes: Mapping[str, Mapping[str, Any]]) -> None:
+def admit_pod_priority(pod: Obj, classes: Mapping[str, dict[str, Any]]) -> None:
     """Fill ``spec.priority``, ``spec.priorityClassName`` and ``spec.preemptionPolicy`` of a
     pod being created, refusing values that contradict its class (the admission messages)."""
     spec = pod.setdefault("spec", {})

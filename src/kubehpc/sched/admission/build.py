@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from kubehpc.api import fields as F
 from kubehpc.api.quantity import parse_quantity, resource_units
 from kubehpc.sched.admission.model import (
     HOLD,
@@ -51,7 +52,7 @@ from kubehpc.sched.nodetable import NodeTable
 from kubehpc.sched.planned import POD_SET_ANNOTATION, WORKLOAD_ANNOTATION, plan_of_assignment
 from kubehpc.sched.podspec import pod_requests, shape_of
 
-Obj = Mapping[str, Any]
+Obj = dict[str, Any]
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 TERMINAL_PHASES = ("Succeeded", "Failed")
@@ -63,11 +64,11 @@ COHORT_CYCLE = "CohortCycle"
 
 
 def _meta(obj: Obj) -> Obj:
-    return obj.get("metadata") or {}
+    return F.metadata(obj)
 
 
 def _spec(obj: Obj) -> Obj:
-    return obj.get("spec") or {}
+    return F.spec(obj)
 
 
 @functools.lru_cache(maxsize=65536)
@@ -119,7 +120,7 @@ def label_selector(selector: Obj | None) -> LabelSelector | None:
     if selector is None:
         return None
     return LabelSelector(
-        match_labels=tuple(sorted((str(k), str(v)) for k, v in (selector.get("matchLabels") or {}).items())),
+        match_labels=tuple(sorted((str(k), str(v)) for k, v in F.obj_field(selector, "matchLabels").items())),
         match_expressions=tuple(
             Requirement(str(e.get("key", "")), str(e.get("operator", "")), tuple(e.get("values") or ()))
             for e in selector.get("matchExpressions") or ()
@@ -149,7 +150,7 @@ def flavor_of(obj: Obj) -> Flavor:
     spec = _spec(obj)
     return Flavor(
         name=str(_meta(obj).get("name", "")),
-        node_labels=tuple(sorted((str(k), str(v)) for k, v in (spec.get("nodeLabels") or {}).items())),
+        node_labels=tuple(sorted((str(k), str(v)) for k, v in F.obj_field(spec, "nodeLabels").items())),
         node_taints=_taints(spec.get("nodeTaints")),
         tolerations=_tolerations(spec.get("tolerations")),
     )
@@ -176,9 +177,9 @@ def cluster_queue_of(obj: Obj, flavors: Mapping[str, Flavor]) -> ClusterQueue:
     spec = _spec(obj)
     name = str(_meta(obj).get("name", ""))
     groups = resource_groups(spec.get("resourceGroups"))
-    preemption = spec.get("preemption") or {}
-    borrow = preemption.get("borrowWithinCohort") or {}
-    fungibility = spec.get("flavorFungibility") or {}
+    preemption = F.obj_field(spec, "preemption")
+    borrow = F.obj_field(preemption, "borrowWithinCohort")
+    fungibility = F.obj_field(spec, "flavorFungibility")
     stop = str(spec.get("stopPolicy") or STOP_NONE)
     missing = sorted({f.flavor for g in groups for f in g.flavors if f.flavor not in flavors})
     reason = message = ""
@@ -237,7 +238,7 @@ def _template(spec_json: bytes) -> tuple[tuple[tuple[str, int], ...], PodShape]:
 
 
 def _pod_set(ps: Obj) -> PodSet:
-    template_spec = (ps.get("template") or {}).get("spec") or {}
+    template_spec = F.spec(F.obj_field(ps, "template"))
     # Workloads of one job kind repeat the same template thousands of times: parse it once.
     requests, shape = _template(orjson.dumps(template_spec, option=orjson.OPT_SORT_KEYS))
     count = int(ps.get("count", 1))
@@ -253,10 +254,10 @@ def _pod_set(ps: Obj) -> PodSet:
 
 def _conditions(status: Obj) -> dict[str, Obj]:
     # ``dict``, not ``Mapping``: an ABC's isinstance check runs interpreted (decoded JSON is dicts).
-    return {str(c.get("type")): c for c in status.get("conditions") or () if isinstance(c, dict)}
+    return {str(c.get("type")): c for c in F.list_field(status, "conditions") if isinstance(c, dict)}
 
 
-def _is_true(conditions: Mapping[str, Obj], kind: str) -> bool:
+def _is_true(conditions: dict[str, Obj], kind: str) -> bool:
     c = conditions.get(kind)
     return c is not None and c.get("status") == "True"
 
@@ -264,12 +265,12 @@ def _is_true(conditions: Mapping[str, Obj], kind: str) -> bool:
 def _reserved(admission: Obj, pod_sets: Sequence[PodSet]) -> tuple[PodSetAdmission, ...]:
     by_name = {ps.name: ps for ps in pod_sets}
     out = []
-    for psa in admission.get("podSetAssignments") or ():
+    for psa in F.object_list(admission, "podSetAssignments"):
         name = str(psa.get("name") or "main")
         ps = by_name.get(name)
         count = psa.get("count")
         count = int(count) if count is not None else (ps.count if ps else 0)
-        flavors = tuple(sorted((str(r), str(f)) for r, f in (psa.get("flavors") or {}).items()))
+        flavors = tuple(sorted((str(r), str(f)) for r, f in F.obj_field(psa, "flavors").items()))
         usage_obj = psa.get("resourceUsage")
         if usage_obj:
             usage = tuple(sorted((str(r), resource_units(str(r), v)) for r, v in usage_obj.items()))
@@ -287,17 +288,17 @@ def workload_of(
     """The workload as admission sees it; None when it takes no part (finished, or deactivated
     and holding no quota)."""
     meta, spec = _meta(obj), _spec(obj)
-    status = obj.get("status") or {}
+    status = F.status(obj)
     conditions = _conditions(status)
     if _is_true(conditions, "Finished"):
         return None
-    admission = status.get("admission")
+    admission = F.obj_field(status, "admission")
     holds_quota = _is_true(conditions, "QuotaReserved") and bool(admission)
     if spec.get("active") is False and not holds_quota:
         return None
     namespace = str(meta.get("namespace") or "default")
     queue_name = str(spec.get("queueName") or "")
-    pod_sets = tuple(_pod_set(ps) for ps in spec.get("podSets") or ())
+    pod_sets = tuple(_pod_set(ps) for ps in F.object_list(spec, "podSets"))
     lq = local_queues.get(f"{namespace}/{queue_name}")
     problem = problem_message = ""
     cq_name = ""
@@ -336,7 +337,7 @@ def workload_of(
         else epoch(str(conditions["Evicted"].get("lastTransitionTime") or "")),
         problem=problem,
         problem_message=problem_message,
-        job_uid=str((meta.get("labels") or {}).get(JOB_UID_LABEL) or ""),
+        job_uid=str(F.obj_field(meta, "labels").get(JOB_UID_LABEL) or ""),
         runtime_estimate=runtime_estimate_of(meta, spec),  # kubehpc: for backfill and estimates
     )
 
@@ -421,10 +422,10 @@ def pod_use(pod: Obj) -> PodUse | None:
     """None for a pod that takes no room (not bound, or finished)."""
     meta, spec = _meta(pod), _spec(pod)
     node = spec.get("nodeName")
-    if not node or (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
+    if not node or F.status(pod).get("phase") in TERMINAL_PHASES:
         return None
     requests = {**pod_requests(spec), PODS: 1}
-    annotations = meta.get("annotations") or {}
+    annotations = F.obj_field(meta, "annotations")
     workload = annotations.get(WORKLOAD_ANNOTATION)
     group = None
     if workload:
@@ -435,22 +436,23 @@ def pod_use(pod: Obj) -> PodUse | None:
 
 def promises_of(wl: Obj) -> tuple[Promise, ...]:
     """The node choices of an admitted, unfinished workload (none for the others)."""
-    status = wl.get("status") or {}
+    status = F.status(wl)
     conditions = _conditions(status)
-    admission = status.get("admission") or {}
+    admission = F.obj_field(status, "admission")
     if not _is_true(conditions, "QuotaReserved") or _is_true(conditions, "Finished") or not admission:
         return ()
     meta = _meta(wl)
     namespace, name = str(meta.get("namespace") or "default"), str(meta.get("name", ""))
     templates = {
-        str(ps.get("name") or "main"): ps.get("template") or {} for ps in _spec(wl).get("podSets") or ()
+        str(ps.get("name") or "main"): F.obj_field(ps, "template")
+        for ps in F.object_list(_spec(wl), "podSets")
     }
     out = []
-    for psa in admission.get("podSetAssignments") or ():
+    for psa in F.object_list(admission, "podSetAssignments"):
         plan = plan_of_assignment(psa)
         if plan:
             pod_set = str(psa.get("name") or "main")
-            spec = (templates.get(pod_set) or {}).get("spec") or {}
+            spec = F.spec(templates.get(pod_set) or {})
             requests = _template(orjson.dumps(spec, option=orjson.OPT_SORT_KEYS))[0]
             out.append(Promise((namespace, name, pod_set), plan, requests))
     return tuple(out)
@@ -524,7 +526,7 @@ def table_of(
                 name=name,
                 allocatable=_units(status.get("allocatable") or status.get("capacity") or {}),
                 used=_positive_sum(used.get(name, {}), promised.get(name, {})),
-                labels=dict(meta.get("labels") or {}),
+                labels=dict(F.obj_field(meta, "labels")),
                 taints=_taints(spec.get("taints")),
                 unschedulable=bool(spec.get("unschedulable")),
             )
@@ -592,7 +594,7 @@ def snapshot_from_objects(
     for ns in namespaces:
         meta = _meta(ns)
         name = str(meta.get("name", ""))
-        ns_labels[name] = {**(meta.get("labels") or {}), NAMESPACE_NAME_LABEL: name}
+        ns_labels[name] = {**F.obj_field(meta, "labels"), NAMESPACE_NAME_LABEL: name}
     if table is None and nodes:
         table = node_table(nodes, pods)
     return AdmissionSnapshot(

@@ -28,11 +28,12 @@ its estimated start (``estimated_starts``): what ``squeue --start`` shows.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
+from kubehpc.api import fields as F
 from kubehpc.sched.admission.model import (
     BACKFILL_POLICIES,
     CONSERVATIVE_BACKFILL,
@@ -59,7 +60,7 @@ RUNTIME_ESTIMATE_ANNOTATION = "kubehpc.io/runtime-estimate-seconds"
 INVALID_BACKFILL_POLICY = "InvalidBackfillPolicy"
 
 
-def backfill_policy_of(annotations: Mapping[str, Any]) -> tuple[str, str]:
+def backfill_policy_of(annotations: dict[str, Any]) -> tuple[str, str]:
     """(policy, problem): the ClusterQueue's own policy ("" when it names none) and, for a
     value that is not a policy, the message that makes the ClusterQueue inactive."""
     value = annotations.get(BACKFILL_ANNOTATION)
@@ -84,7 +85,7 @@ def _seconds(value: Any) -> float | None:
     return seconds if seconds > 0 and math.isfinite(seconds) else None
 
 
-def runtime_estimate_of(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> float | None:
+def runtime_estimate_of(meta: dict[str, Any], spec: dict[str, Any]) -> float | None:
     """A Workload's runtime estimate, from the most specific source it has:
 
     1. annotation ``kubehpc.io/runtime-estimate-seconds`` (sbatch --time, or the job's own);
@@ -96,7 +97,7 @@ def runtime_estimate_of(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> flo
     expected to run for ever — it never releases quota in a plan, and can only backfill into
     quota no reservation needs.
     """
-    annotations = meta.get("annotations") or {}
+    annotations = F.obj_field(meta, "annotations")
     if RUNTIME_ESTIMATE_ANNOTATION in annotations:
         found = _seconds(annotations[RUNTIME_ESTIMATE_ANNOTATION])
         if found is not None:
@@ -105,8 +106,8 @@ def runtime_estimate_of(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> flo
     if found is not None:
         return found
     deadlines = [
-        _seconds(((ps.get("template") or {}).get("spec") or {}).get("activeDeadlineSeconds"))
-        for ps in spec.get("podSets") or ()
+        _seconds(F.spec(F.obj_field(ps, "template")).get("activeDeadlineSeconds"))
+        for ps in F.object_list(spec, "podSets")
     ]
     known = [d for d in deadlines if d is not None]
     return max(known) if known else None

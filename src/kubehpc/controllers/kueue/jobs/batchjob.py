@@ -13,6 +13,7 @@ from typing import Any
 
 from mypy_extensions import mypyc_attr
 
+from kubehpc.api import fields as F
 from kubehpc.api.errors import Conflict
 from kubehpc.controllers.kueue import constants as k
 from kubehpc.controllers.kueue.jobframework import (
@@ -32,7 +33,7 @@ _WRITE_TRIES = 5
 
 def min_parallelism(obj: Obj) -> int | None:
     """The annotation's value; None when absent or not a number (the webhook refuses those)."""
-    value = ((obj.get("metadata") or {}).get("annotations") or {}).get(k.MIN_PARALLELISM_ANNOTATION)
+    value = F.obj_field(F.metadata(obj), "annotations").get(k.MIN_PARALLELISM_ANNOTATION)
     try:
         return int(value) if value is not None else None
     except (TypeError, ValueError):
@@ -49,7 +50,7 @@ def pods_count(spec: Obj) -> int:
 @mypyc_attr(allow_interpreted_subclasses=True)
 class BatchJob(SpecJob):
     def _completions_follow_parallelism(self) -> bool:
-        annotations = (self._obj.get("metadata") or {}).get("annotations") or {}
+        annotations = F.obj_field(F.metadata(self._obj), "annotations")
         return str(annotations.get(k.COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION, "")).lower() == "true"
 
     def _set_count(self, count: int) -> None:
@@ -77,7 +78,7 @@ class BatchJob(SpecJob):
         return restore_template(self.spec.setdefault("template", {}), info) or changed
 
     def finished(self) -> tuple[str, bool, bool]:
-        for cond in (self._obj.get("status") or {}).get("conditions") or ():
+        for cond in F.object_list(F.status(self._obj), "conditions"):
             if cond.get("type") in ("Complete", "Failed") and cond.get("status") == "True":
                 success = cond["type"] == "Complete"
                 message = str(cond.get("message") or "")
@@ -98,10 +99,10 @@ class BatchJob(SpecJob):
         return [pod_set]
 
     def is_active(self) -> bool:
-        return int((self._obj.get("status") or {}).get("active") or 0) != 0
+        return int(F.status(self._obj).get("active") or 0) != 0
 
     def priority_class(self) -> str:
-        return str(((self.spec.get("template") or {}).get("spec") or {}).get("priorityClassName") or "")
+        return str(F.spec(F.obj_field(self.spec, "template")).get("priorityClassName") or "")
 
     def stop(self, client: Client, infos: Sequence[PodSetInfo]) -> bool:
         """Kueue's order for Jobs: suspend (marked ``stopping``), clear ``status.startTime`` so
@@ -113,9 +114,9 @@ class BatchJob(SpecJob):
             meta.setdefault("annotations", {})[k.STOPPING_ANNOTATION] = "true"
             self._obj = client.update(self._obj)
             stopped_now = True
-        if (self._obj.get("status") or {}).get("startTime"):
+        if F.status(self._obj).get("startTime"):
             for _ in range(_WRITE_TRIES):
-                status = dict(self._obj.get("status") or {})
+                status = dict(F.status(self._obj))
                 status.pop("startTime", None)
                 try:
                     self._obj = client.update_status({**self._obj, "status": status})
@@ -123,11 +124,11 @@ class BatchJob(SpecJob):
                 except Conflict:
                     # The Job controller writes this status too (it is deleting the pods).
                     self._obj = client.get(API_VERSION, KIND, meta["name"], meta.get("namespace"))
-                    if not (self._obj.get("status") or {}).get("startTime"):
+                    if not F.status(self._obj).get("startTime"):
                         break
             else:
                 raise Conflict(f"could not reset the start time of Job {meta.get('name')}")
-        annotations = (self._obj.get("metadata") or {}).get("annotations") or {}
+        annotations = F.obj_field(F.metadata(self._obj), "annotations")
         changed = self.restore_pod_set_info(infos)
         if k.STOPPING_ANNOTATION in annotations:
             del annotations[k.STOPPING_ANNOTATION]

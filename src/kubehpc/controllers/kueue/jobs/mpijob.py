@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from kubehpc.api import fields as F
 from kubehpc.controllers.kueue.jobframework import (
     Integration,
     PodSetInfo,
@@ -28,11 +29,11 @@ ROLES = ("Launcher", "Worker")
 
 class MPIJobAdapter(SpecJob):
     def _replicas(self) -> list[tuple[str, Obj]]:
-        specs = self.spec.get("mpiReplicaSpecs") or {}
+        specs = F.obj_field(self.spec, "mpiReplicaSpecs")
         return [(role, specs[role]) for role in ROLES if isinstance(specs.get(role), dict)]
 
     def is_suspended(self) -> bool:
-        return bool((self.spec.get("runPolicy") or {}).get("suspend"))
+        return bool(F.obj_field(self.spec, "runPolicy").get("suspend"))
 
     def suspend(self) -> None:
         self.spec.setdefault("runPolicy", {})["suspend"] = True
@@ -52,7 +53,7 @@ class MPIJobAdapter(SpecJob):
         return changed
 
     def finished(self) -> tuple[str, bool, bool]:
-        for cond in (self._obj.get("status") or {}).get("conditions") or ():
+        for cond in F.object_list(F.status(self._obj), "conditions"):
             if cond.get("type") in ("Succeeded", "Failed") and cond.get("status") == "True":
                 success = cond["type"] == "Succeeded"
                 message = str(cond.get("message") or ("MPIJob finished" if success else "MPIJob failed"))
@@ -70,15 +71,15 @@ class MPIJobAdapter(SpecJob):
         ]
 
     def is_active(self) -> bool:
-        statuses = (self._obj.get("status") or {}).get("replicaStatuses") or {}
+        statuses = F.obj_field(F.status(self._obj), "replicaStatuses")
         return any(int((s or {}).get("active") or 0) > 0 for s in statuses.values())
 
     def priority_class(self) -> str:
-        policy = (self.spec.get("runPolicy") or {}).get("schedulingPolicy") or {}
+        policy = F.obj_field(F.obj_field(self.spec, "runPolicy"), "schedulingPolicy")
         if policy.get("priorityClass"):
             return str(policy["priorityClass"])
         for _, replica in self._replicas():
-            name = ((replica.get("template") or {}).get("spec") or {}).get("priorityClassName")
+            name = F.spec(F.obj_field(replica, "template")).get("priorityClassName")
             if name:
                 return str(name)
         return ""

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from kubehpc.api import fields as F
 from kubehpc.controllers.kueue.jobframework import (
     Integration,
     PodSetInfo,
@@ -66,15 +67,15 @@ class RayClusterAdapter(SpecJob):
 
     def is_active(self) -> bool:
         # The controller writes zero counts and state "suspended" once the pods are gone.
-        status = self._obj.get("status") or {}
+        status = F.status(self._obj)
         workers = int(status.get("readyWorkerReplicas") or 0) + int(
             status.get("availableWorkerReplicas") or 0
         )
         return workers > 0 or status.get("state") == "ready"
 
     def priority_class(self) -> str:
-        head = (self.spec.get("headGroupSpec") or {}).get("template") or {}
-        return str((head.get("spec") or {}).get("priorityClassName") or "")
+        head = F.obj_field(F.obj_field(self.spec, "headGroupSpec"), "template")
+        return str(F.spec(head).get("priorityClassName") or "")
 
 
 def new_job(obj: Obj) -> RayClusterAdapter:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from kubehpc.api import fields as F
 from kubehpc.controllers.kueue.jobframework import (
     Integration,
     PodSetInfo,
@@ -50,7 +51,7 @@ def worker_count(group: Obj) -> int:
 class RayJobAdapter(SpecJob):
     def _templates(self) -> list[tuple[str, Obj, int]]:
         """(pod set name, the template to merge admission into, count)."""
-        cluster = self.spec.get("rayClusterSpec") or {}
+        cluster = F.obj_field(self.spec, "rayClusterSpec")
         out: list[tuple[str, Obj, int]] = []
         head = cluster.get("headGroupSpec")
         if isinstance(head, dict):
@@ -81,7 +82,7 @@ class RayJobAdapter(SpecJob):
         return changed
 
     def finished(self) -> tuple[str, bool, bool]:
-        status = self._obj.get("status") or {}
+        status = F.status(self._obj)
         state = status.get("jobDeploymentStatus")
         if state in ("Complete", "Failed", "ValidationFailed"):
             success = state == "Complete"
@@ -99,11 +100,11 @@ class RayJobAdapter(SpecJob):
         return sets
 
     def is_active(self) -> bool:
-        return (self._obj.get("status") or {}).get("jobDeploymentStatus") in ACTIVE_STATES
+        return F.status(self._obj).get("jobDeploymentStatus") in ACTIVE_STATES
 
     def priority_class(self) -> str:
-        head = ((self.spec.get("rayClusterSpec") or {}).get("headGroupSpec") or {}).get("template") or {}
-        return str((head.get("spec") or {}).get("priorityClassName") or "")
+        head = F.obj_field(F.obj_field(self.spec, "rayClusterSpec"), "headGroupSpec").get("template") or {}
+        return str(F.spec(head).get("priorityClassName") or "")
 
 
 def new_job(obj: Obj) -> RayJobAdapter:
