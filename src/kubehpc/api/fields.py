@@ -7,7 +7,7 @@ generic protocol, three times the cost of the dictionary lookup mypyc emits for 
 These helpers are that expression with a type: ``obj_field(obj, "status")`` is
 ``obj.get("status") or {}``, a new empty object when the field is absent, null or empty.
 
-A field that holds something else than its schema says reads as absent: the store validates
+A field that holds something other than what its schema says reads as absent: the store validates
 every object against its kind's schema first, so only an object nobody validated can hold one,
 and its reader's default is then what it gets.
 """

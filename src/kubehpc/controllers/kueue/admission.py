@@ -419,7 +419,7 @@ class AdmissionLoop:
 
     def _preempt(self, decision: Preemption, waiting: dict[str, Pending], now: datetime) -> int:
         preemptor = self.cache.objects[C.WORKLOAD].get(decision.preemptor) or {}
-        job_uid = F.obj_field(F.metadata(preemptor), "labels").get(k.JOB_UID_LABEL, "")
+        job_uid = F.labels(preemptor).get(k.JOB_UID_LABEL, "")
         reason = str(decision.reason)
         message = W.preemption_message(decision.preemptor_uid, str(job_uid), reason)
         done = self._evict(
@@ -483,7 +483,7 @@ class AdmissionLoop:
                 # Heads only (and workloads in no queue), as Kueue, which tries only heads: an
                 # event per waiting workload of a deep queue would flood the event log.
                 self._event(current, "Warning", k.EVENT_PENDING, item.message)
-        annotations = F.obj_field(F.metadata(current), "annotations")
+        annotations = F.annotations(current)
         patch: dict[str, str | None] = {}
         if annotations.get(PENDING_REASON_ANNOTATION) != item.code:
             patch[PENDING_REASON_ANNOTATION] = item.code

@@ -156,7 +156,7 @@ class EstimateLoop:
         written = 0
         for wl in workloads:
             pending = wanted.get(W.key_of(wl))
-            annotations = F.obj_field(F.metadata(wl), "annotations")
+            annotations = F.annotations(wl)
             current = annotations.get(ESTIMATED_START_ANNOTATION)
             value: str | None = None
             if pending is not None and pending.estimated_start is not None:

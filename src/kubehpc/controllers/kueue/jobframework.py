@@ -198,5 +198,5 @@ def queue_name(obj: dict[str, Any]) -> str:
 
 
 def workload_priority_class(obj: dict[str, Any]) -> str:
-    labels = F.obj_field(F.metadata(obj), "labels")
+    labels = F.labels(obj)
     return str(labels.get(k.PRIORITY_CLASS_LABEL) or "")

@@ -386,7 +386,7 @@ def _ref(obj: Obj) -> str:
 
 
 def _stopping(obj: Obj) -> bool:
-    return k.STOPPING_ANNOTATION in F.obj_field(F.metadata(obj), "annotations")
+    return k.STOPPING_ANNOTATION in F.annotations(obj)
 
 
 def _quota_shape(pod_set: Obj) -> Any:

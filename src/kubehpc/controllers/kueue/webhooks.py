@@ -77,11 +77,11 @@ class JobWebhook:
 
 
 def _min_parallelism(obj: Obj) -> object:
-    return F.obj_field(F.metadata(obj), "annotations").get(k.MIN_PARALLELISM_ANNOTATION)
+    return F.annotations(obj).get(k.MIN_PARALLELISM_ANNOTATION)
 
 
 def _partial_admission_causes(obj: Obj) -> list[Cause]:
-    annotations = F.obj_field(F.metadata(obj), "annotations")
+    annotations = F.annotations(obj)
     if k.MIN_PARALLELISM_ANNOTATION not in annotations:
         return []
     raw = annotations[k.MIN_PARALLELISM_ANNOTATION]

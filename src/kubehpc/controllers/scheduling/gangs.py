@@ -198,7 +198,7 @@ class GangStep:
                     continue
                 ref = group_of(pod)
                 if ref in groups:
-                    task = str(F.obj_field(F.metadata(pod), "annotations").get(VOLCANO_TASK_ANNOTATION, ""))
+                    task = str(F.annotations(pod).get(VOLCANO_TASK_ANNOTATION, ""))
                     counts[ref][task] += 1
         return counts
 

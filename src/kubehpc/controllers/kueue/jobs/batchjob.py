@@ -33,7 +33,7 @@ _WRITE_TRIES = 5
 
 def min_parallelism(obj: Obj) -> int | None:
     """The annotation's value; None when absent or not a number (the webhook refuses those)."""
-    value = F.obj_field(F.metadata(obj), "annotations").get(k.MIN_PARALLELISM_ANNOTATION)
+    value = F.annotations(obj).get(k.MIN_PARALLELISM_ANNOTATION)
     try:
         return int(value) if value is not None else None
     except (TypeError, ValueError):
@@ -50,7 +50,7 @@ def pods_count(spec: Obj) -> int:
 @mypyc_attr(allow_interpreted_subclasses=True)
 class BatchJob(SpecJob):
     def _completions_follow_parallelism(self) -> bool:
-        annotations = F.obj_field(F.metadata(self._obj), "annotations")
+        annotations = F.annotations(self._obj)
         return str(annotations.get(k.COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION, "")).lower() == "true"
 
     def _set_count(self, count: int) -> None:
@@ -128,7 +128,7 @@ class BatchJob(SpecJob):
                         break
             else:
                 raise Conflict(f"could not reset the start time of Job {meta.get('name')}")
-        annotations = F.obj_field(F.metadata(self._obj), "annotations")
+        annotations = F.annotations(self._obj)
         changed = self.restore_pod_set_info(infos)
         if k.STOPPING_ANNOTATION in annotations:
             del annotations[k.STOPPING_ANNOTATION]
