@@ -46,6 +46,7 @@ from machine_probe import probe_ms  # beside this script
 
 import kubehpc
 from kubehpc.cli.up import tune_gc
+from kubehpc.controllers.kueue.metrics import INADMISSIBLE, PREFIX, SUCCESS
 from kubehpc.runtime.controlplane import ControlPlane
 from kubehpc.store.client import ListOptions
 from kubehpc.store.home import Home
@@ -185,6 +186,17 @@ def job(i: int, queues: int = 0) -> Obj:
             }
         },
     }
+
+
+def admission_cycles(plane: ControlPlane) -> int:
+    """Admission cycles the plane has run that decided anything (Kueue's admission attempts,
+    both results). A run's instructions move with how many cycles its arrivals fell into:
+    compare instruction counts at equal cycles."""
+    total = 0.0
+    for result in (SUCCESS, INADMISSIBLE):
+        value = plane.metrics.get_sample_value(f"{PREFIX}admission_attempts_total", {"result": result})
+        total += value or 0.0
+    return int(total)
 
 
 class Stages:
@@ -366,6 +378,7 @@ def main() -> None:
             stages.start(args.jobs)
             if other is not None:
                 other.start()
+            cycles_start = admission_cycles(plane)
             spy = start_profile(args.profile)
             start = time.perf_counter()
             cpu_start = time.process_time()
@@ -384,6 +397,7 @@ def main() -> None:
             cpu = time.process_time() - cpu_start
             written = written_bytes() - written_start
             stop_profile(spy)
+            cycles = admission_cycles(plane) - cycles_start
             writes = store.resource_version - rv_start
             events = len(store.list("v1", "Event", ListOptions(namespace="default")).items)
         finally:
@@ -413,7 +427,7 @@ def main() -> None:
         f"workloads={args.jobs} queues={max(args.queues, 1)} bound={bound} e2e_workloads_per_s={rate:.0f} "
         f"elapsed_s={elapsed:.2f} cpu_s={cpu:.1f} cpu_ms_per_workload={1000 * cpu / per:.1f} "
         f"writes_per_workload={writes / per:.1f} written_kb_per_workload={written / per / 1024:.1f} "
-        f"peak_rss_mb={rss_mb:.0f} "
+        f"peak_rss_mb={rss_mb:.0f} admission_cycles={cycles} "
         f"native={'yes' if kubehpc.NATIVE_OFF_REASON is None else 'no'} probe_ms={machine_ms:.1f}"
         + (f" {other.summary()}" if other is not None else "")
     )

@@ -84,9 +84,11 @@ def main() -> None:
             f"callgrind run failed ({run.returncode}):\n{run.stdout[-2000:]}\n{run.stderr[-2000:]}"
         )
     instructions = int(found.group(1).replace(",", ""))
-    print(run.stdout.strip().splitlines()[-1])
+    last = run.stdout.strip().splitlines()[-1]
+    print(last)
+    cycles = re.search(r"admission_cycles=(\d+)", last)
     print(
-        f"jobs={args.jobs} instructions={instructions} "
+        f"jobs={args.jobs} instructions={instructions} admission_cycles={cycles.group(1) if cycles else '?'} "
         f"instructions_per_workload={instructions // args.jobs} callgrind_file={args.out}"
     )
 
