@@ -21,6 +21,9 @@ machine's one core was just then, to tell runs on different machines, or in a sh
 slow and fast phases, apart. ``written_kb_per_workload``: what the process handed to
 ``write()`` in the timed part (``/proc/self/io``: the SQLite log's pages, almost all of it).
 
+``admission_cycles``: the admission cycles of the timed part that decided anything; a run's
+instructions move with it (``admission_e2e_instructions.py`` prints it too).
+
 ``--other-writer-ms 20``: another thread creates a ConfigMap every 20 ms through the run, as a
 user's ``kubectl`` would, and the last line adds how long those creates took (``other_write_*``:
 the wait for the store's lock while the controllers write in batches).
