@@ -62,11 +62,6 @@ def _group(api_version: str) -> str:
     return api_version.rpartition("/")[0]
 
 
-def _meta(obj: Obj) -> Obj:
-    meta: Obj = F.metadata(obj)
-    return meta
-
-
 class GarbageCollector:
     def __init__(self, client: Client, kinds: Sequence[KindRef]) -> None:
         self.client = client
@@ -92,7 +87,7 @@ class GarbageCollector:
         writes = 0
         for uid in candidates:
             owner = objects[uid]
-            meta = _meta(owner)
+            meta = F.metadata(owner)
             if not meta.get("deletionTimestamp"):
                 continue
             finalizers = meta.get("finalizers") or []
@@ -105,35 +100,35 @@ class GarbageCollector:
             obj = objects.get(uid)
             if (
                 obj is not None
-                and _meta(obj).get("ownerReferences")
-                and not _meta(obj).get("deletionTimestamp")
+                and F.metadata(obj).get("ownerReferences")
+                and not F.metadata(obj).get("deletionTimestamp")
             ):
                 writes += self._collect_if_orphaned(obj, objects)
         return writes
 
     def _orphan(self, owner: Obj, deps: list[Obj]) -> int:
-        uid = _meta(owner)["uid"]
+        uid = F.metadata(owner)["uid"]
         writes = 0
         for dep in deps:
             writes += self._drop_refs(dep, {uid})
         return writes + self._remove_finalizer(owner, ORPHAN)
 
     def _foreground(self, owner: Obj, deps: list[Obj], objects: dict[str, Obj]) -> int:
-        uid = _meta(owner)["uid"]
+        uid = F.metadata(owner)["uid"]
         writes = 0
         blocking = 0
         for dep in deps:
-            ref = next(r for r in F.object_list(_meta(dep), "ownerReferences") if r.get("uid") == uid)
+            ref = next(r for r in F.object_list(F.metadata(dep), "ownerReferences") if r.get("uid") == uid)
             if ref.get("blockOwnerDeletion"):
                 blocking += 1
-            if _meta(dep).get("deletionTimestamp"):
+            if F.metadata(dep).get("deletionTimestamp"):
                 continue
             others_live = [
                 r
-                for r in F.object_list(_meta(dep), "ownerReferences")
+                for r in F.object_list(F.metadata(dep), "ownerReferences")
                 if r.get("uid") != uid
                 and r.get("uid") in objects
-                and not _meta(objects[r["uid"]]).get("deletionTimestamp")
+                and not F.metadata(objects[r["uid"]]).get("deletionTimestamp")
             ]
             if others_live:
                 writes += self._drop_refs(dep, {uid})
@@ -147,7 +142,7 @@ class GarbageCollector:
         return writes
 
     def _collect_if_orphaned(self, obj: Obj, objects: dict[str, Obj]) -> int:
-        refs = F.object_list(_meta(obj), "ownerReferences")
+        refs = F.object_list(F.metadata(obj), "ownerReferences")
         gone = {r.get("uid", "") for r in refs if r.get("uid") not in objects}
         if not gone:
             return 0
@@ -166,7 +161,7 @@ class GarbageCollector:
         namespaced = self._namespaced.get((_group(api_version), kind))
         if namespaced is None:
             return True  # an owner kind we do not know: never collect on a guess
-        namespace = _meta(dependent).get("namespace") if namespaced else None
+        namespace = F.metadata(dependent).get("namespace") if namespaced else None
         try:
             owner = self.client.get(api_version, kind, str(ref.get("name", "")), namespace)
         except NotFound:
@@ -174,14 +169,14 @@ class GarbageCollector:
         except ApiError as exc:
             log.warning("gc: cannot read owner %s %s: %s", kind, ref.get("name"), exc)
             return True
-        return bool(_meta(owner).get("uid") == ref.get("uid"))
+        return bool(F.metadata(owner).get("uid") == ref.get("uid"))
 
     def _address(self, obj: Obj) -> tuple[str, str, str, str | None]:
-        meta = _meta(obj)
+        meta = F.metadata(obj)
         return obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace")
 
     def _drop_refs(self, obj: Obj, uids: set[str]) -> int:
-        meta = _meta(obj)
+        meta = F.metadata(obj)
         keep = [r for r in F.object_list(meta, "ownerReferences") if r.get("uid") not in uids]
         patch = {"metadata": {"ownerReferences": keep or None, "resourceVersion": meta["resourceVersion"]}}
         api_version, kind, name, namespace = self._address(obj)
@@ -192,7 +187,7 @@ class GarbageCollector:
         return 1
 
     def _remove_finalizer(self, obj: Obj, finalizer: str) -> int:
-        meta = _meta(obj)
+        meta = F.metadata(obj)
         keep = [f for f in meta.get("finalizers") or [] if f != finalizer]
         patch = {"metadata": {"finalizers": keep or None, "resourceVersion": meta["resourceVersion"]}}
         api_version, kind, name, namespace = self._address(obj)
@@ -204,7 +199,7 @@ class GarbageCollector:
 
     def _delete(self, obj: Obj, policy: Propagation) -> int:
         api_version, kind, name, namespace = self._address(obj)
-        options = DeleteOptions(propagation_policy=policy, preconditions_uid=_meta(obj)["uid"])
+        options = DeleteOptions(propagation_policy=policy, preconditions_uid=F.metadata(obj)["uid"])
         try:
             self.client.delete(api_version, kind, name, namespace, options)
         except (NotFound, Conflict):
@@ -312,11 +307,11 @@ class GarbageCollector:
 def _refs(obj: Obj | None) -> tuple[str, ...]:
     if obj is None:
         return ()
-    return tuple(str(r.get("uid", "")) for r in F.object_list(_meta(obj), "ownerReferences"))
+    return tuple(str(r.get("uid", "")) for r in F.object_list(F.metadata(obj), "ownerReferences"))
 
 
 def _held_by_finalizer(obj: Obj) -> bool:
-    meta = _meta(obj)
+    meta = F.metadata(obj)
     return bool(meta.get("deletionTimestamp")) and bool(
         {ORPHAN, FOREGROUND} & set(meta.get("finalizers") or [])
     )
@@ -351,7 +346,7 @@ class OwnerGraph:
 
     def replace(self, kind: KindRef, objs: list[Obj]) -> None:
         """A fresh list of one kind: objects of it not in the list are gone."""
-        uids = {str(_meta(o).get("uid", "")) for o in objs}
+        uids = {str(F.metadata(o).get("uid", "")) for o in objs}
         for gone in self._kind_uids.get(kind, set()) - uids:
             if gone in self.objects:
                 self.delete(self.objects[gone])
@@ -359,7 +354,7 @@ class OwnerGraph:
             self.put(kind, obj)
 
     def put(self, kind: KindRef, obj: Obj) -> None:
-        uid = str(_meta(obj).get("uid", ""))
+        uid = str(F.metadata(obj).get("uid", ""))
         before = _refs(self.objects.get(uid))
         self.objects[uid] = obj
         self._kind_uids.setdefault(kind, set()).add(uid)
@@ -372,13 +367,13 @@ class OwnerGraph:
             self._dirty.add(uid)
         if _held_by_finalizer(obj):
             self._dirty.add(uid)
-        if after or _meta(obj).get("deletionTimestamp"):
+        if after or F.metadata(obj).get("deletionTimestamp"):
             self.interesting.add(uid)
         else:
             self.interesting.discard(uid)
 
     def delete(self, obj: Obj) -> None:
-        uid = str(_meta(obj).get("uid", ""))
+        uid = str(F.metadata(obj).get("uid", ""))
         gone = self.objects.pop(uid, None)
         self.interesting.discard(uid)
         for uids in self._kind_uids.values():
@@ -420,7 +415,7 @@ class GcTrigger:
         self._refs: dict[str, tuple[str, ...]] = {}
 
     def relevant(self, event: WatchEvent) -> bool:
-        meta = _meta(event.object)
+        meta = F.metadata(event.object)
         uid = str(meta.get("uid", ""))
         if event.type == "DELETED":
             self._refs.pop(uid, None)

@@ -63,14 +63,6 @@ STOPPED = "Stopped"
 COHORT_CYCLE = "CohortCycle"
 
 
-def _meta(obj: Obj) -> Obj:
-    return F.metadata(obj)
-
-
-def _spec(obj: Obj) -> Obj:
-    return F.spec(obj)
-
-
 @functools.lru_cache(maxsize=65536)
 def epoch(timestamp: str) -> float:
     """RFC 3339 -> seconds since the epoch (0.0 when absent or unreadable)."""
@@ -147,9 +139,9 @@ def _tolerations(items: Iterable[Obj] | None) -> tuple[Toleration, ...]:
 
 
 def flavor_of(obj: Obj) -> Flavor:
-    spec = _spec(obj)
+    spec = F.spec(obj)
     return Flavor(
-        name=str(_meta(obj).get("name", "")),
+        name=str(F.metadata(obj).get("name", "")),
         node_labels=tuple(sorted((str(k), str(v)) for k, v in F.obj_field(spec, "nodeLabels").items())),
         node_taints=_taints(spec.get("nodeTaints")),
         tolerations=_tolerations(spec.get("tolerations")),
@@ -157,9 +149,9 @@ def flavor_of(obj: Obj) -> Flavor:
 
 
 def cohort_of(obj: Obj) -> Cohort:
-    spec = _spec(obj)
+    spec = F.spec(obj)
     return Cohort(
-        name=str(_meta(obj).get("name", "")),
+        name=str(F.metadata(obj).get("name", "")),
         parent=spec.get("parentName") or None,
         resource_groups=resource_groups(spec.get("resourceGroups")),
         fair_weight=_weight(spec.get("fairSharing")),
@@ -174,8 +166,8 @@ def _fungibility_value(value: Any, default: str) -> str:
 
 
 def cluster_queue_of(obj: Obj, flavors: Mapping[str, Flavor]) -> ClusterQueue:
-    spec = _spec(obj)
-    name = str(_meta(obj).get("name", ""))
+    spec = F.spec(obj)
+    name = str(F.metadata(obj).get("name", ""))
     groups = resource_groups(spec.get("resourceGroups"))
     preemption = F.obj_field(spec, "preemption")
     borrow = F.obj_field(preemption, "borrowWithinCohort")
@@ -189,7 +181,7 @@ def cluster_queue_of(obj: Obj, flavors: Mapping[str, Flavor]) -> ClusterQueue:
     elif stop in (HOLD, HOLD_AND_DRAIN):
         reason, message = STOPPED, "Can't admit new workloads: is stopped."
     # kubehpc: the ClusterQueue's backfill policy (sched/admission/reservations.py).
-    backfill, backfill_problem = backfill_policy_of(_meta(obj).get("annotations") or {})
+    backfill, backfill_problem = backfill_policy_of(F.metadata(obj).get("annotations") or {})
     if backfill_problem and not reason:
         reason, message = INVALID_BACKFILL_POLICY, backfill_problem
     threshold = borrow.get("maxPriorityThreshold")
@@ -218,7 +210,7 @@ def cluster_queue_of(obj: Obj, flavors: Mapping[str, Flavor]) -> ClusterQueue:
 
 
 def local_queue_of(obj: Obj) -> LocalQueue:
-    meta, spec = _meta(obj), _spec(obj)
+    meta, spec = F.metadata(obj), F.spec(obj)
     return LocalQueue(
         namespace=str(meta.get("namespace") or "default"),
         name=str(meta.get("name", "")),
@@ -287,7 +279,7 @@ def workload_of(
 ) -> Workload | None:
     """The workload as admission sees it; None when it takes no part (finished, or deactivated
     and holding no quota)."""
-    meta, spec = _meta(obj), _spec(obj)
+    meta, spec = F.metadata(obj), F.spec(obj)
     status = F.status(obj)
     conditions = _conditions(status)
     if _is_true(conditions, "Finished"):
@@ -420,7 +412,7 @@ class Promise:
 
 def pod_use(pod: Obj) -> PodUse | None:
     """None for a pod that takes no room (not bound, or finished)."""
-    meta, spec = _meta(pod), _spec(pod)
+    meta, spec = F.metadata(pod), F.spec(pod)
     node = spec.get("nodeName")
     if not node or F.status(pod).get("phase") in TERMINAL_PHASES:
         return None
@@ -441,11 +433,11 @@ def promises_of(wl: Obj) -> tuple[Promise, ...]:
     admission = F.obj_field(status, "admission")
     if not _is_true(conditions, "QuotaReserved") or _is_true(conditions, "Finished") or not admission:
         return ()
-    meta = _meta(wl)
+    meta = F.metadata(wl)
     namespace, name = str(meta.get("namespace") or "default"), str(meta.get("name", ""))
     templates = {
         str(ps.get("name") or "main"): F.obj_field(ps, "template")
-        for ps in F.object_list(_spec(wl), "podSets")
+        for ps in F.object_list(F.spec(wl), "podSets")
     }
     out = []
     for psa in F.object_list(admission, "podSetAssignments"):
@@ -519,7 +511,7 @@ def table_of(
     """The node table of ``nodes`` with ``used`` and ``promised`` room taken."""
     infos = []
     for node in nodes:
-        meta, spec, status = _meta(node), _spec(node), node.get("status") or {}
+        meta, spec, status = F.metadata(node), F.spec(node), node.get("status") or {}
         name = str(meta.get("name", ""))
         infos.append(
             NodeInfo(
@@ -592,7 +584,7 @@ def snapshot_from_objects(
     wls = memo.workloads(workloads, lqs, cqs)
     ns_labels: dict[str, dict[str, str]] = {}
     for ns in namespaces:
-        meta = _meta(ns)
+        meta = F.metadata(ns)
         name = str(meta.get("name", ""))
         ns_labels[name] = {**F.obj_field(meta, "labels"), NAMESPACE_NAME_LABEL: name}
     if table is None and nodes:
