@@ -452,7 +452,7 @@ def _running(pod: dict[str, Any]) -> bool:
 
 
 def _annotations(w: Waiting) -> Mapping[str, str]:
-    annotations: Mapping[str, str] = F.metadata(w.obj).get("annotations") or {}
+    annotations: Mapping[str, str] = F.annotations(w.obj)
     return annotations
 
 

@@ -181,7 +181,7 @@ def cluster_queue_of(obj: Obj, flavors: Mapping[str, Flavor]) -> ClusterQueue:
     elif stop in (HOLD, HOLD_AND_DRAIN):
         reason, message = STOPPED, "Can't admit new workloads: is stopped."
     # kubehpc: the ClusterQueue's backfill policy (sched/admission/reservations.py).
-    backfill, backfill_problem = backfill_policy_of(F.metadata(obj).get("annotations") or {})
+    backfill, backfill_problem = backfill_policy_of(F.annotations(obj))
     if backfill_problem and not reason:
         reason, message = INVALID_BACKFILL_POLICY, backfill_problem
     threshold = borrow.get("maxPriorityThreshold")
@@ -511,7 +511,7 @@ def table_of(
     """The node table of ``nodes`` with ``used`` and ``promised`` room taken."""
     infos = []
     for node in nodes:
-        meta, spec, status = F.metadata(node), F.spec(node), node.get("status") or {}
+        meta, spec, status = F.metadata(node), F.spec(node), F.status(node)
         name = str(meta.get("name", ""))
         infos.append(
             NodeInfo(

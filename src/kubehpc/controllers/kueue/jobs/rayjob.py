@@ -103,7 +103,7 @@ class RayJobAdapter(SpecJob):
         return F.status(self._obj).get("jobDeploymentStatus") in ACTIVE_STATES
 
     def priority_class(self) -> str:
-        head = F.obj_field(F.obj_field(self.spec, "rayClusterSpec"), "headGroupSpec").get("template") or {}
+        head = F.obj_field(F.obj_field(F.obj_field(self.spec, "rayClusterSpec"), "headGroupSpec"), "template")
         return str(F.spec(head).get("priorityClassName") or "")
 
 
