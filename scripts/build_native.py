@@ -67,7 +67,10 @@ COMPILED = (
 INTERPRETED = (
     "store/awatch.py",  # async generators (the HTTP server's watch streams)
     "controllers/kueue/jobprotocols.py",  # runtime-checkable Protocols (a kind's optional parts)
+    "store/heap.py",  # chooses, once at import, between store/_untrack.c and doing nothing
 )
+# Written in C, where Python has no word for it: taking objects out of the collector's sight.
+C_EXTENSIONS = ("store/_untrack.c",)
 
 
 def compiled_sources() -> list[Path]:
@@ -80,6 +83,10 @@ def compiled_sources() -> list[Path]:
     if missing:
         raise SystemExit(f"build_native.py: COMPILED names missing files: {sorted(map(str, missing))}")
     return sorted(found - skip)
+
+
+def c_sources() -> list[Path]:
+    return [PACKAGE / p for p in C_EXTENSIONS]
 
 
 def module_name(path: Path) -> str:
@@ -126,7 +133,7 @@ def build_key(sources: list[Path], config: str) -> str:
         digest.update(part.encode() + b"\0")
     digest.update(Path(__file__).read_bytes())
     # Every source, compiled or not: mypyc's type analysis reads the modules they import.
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in sorted([*PACKAGE.rglob("*.py"), *c_sources()]):
         digest.update(str(path.relative_to(SRC)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:24]
 
@@ -138,11 +145,13 @@ def build(sources: list[Path], config: str, into: Path) -> None:
         shutil.copytree(PACKAGE, work / "kubehpc", ignore=shutil.ignore_patterns("__pycache__", "*.so"))
         (work / "mypy.ini").write_text(config)
         files = [str(p.relative_to(SRC)) for p in sources]
+        c_modules = {module_name(p): str(p.relative_to(SRC)) for p in c_sources()}
         setup = (
             "import sys\n"
-            "from setuptools import setup\n"
+            "from setuptools import Extension, setup\n"
             "from mypyc.build import mypycify\n"
-            "setup(name='kubehpc-native', ext_modules=mypycify(sys.argv[1:], opt_level='3'),\n"
+            f"c_modules = [Extension(name, [path]) for name, path in {c_modules!r}.items()]\n"
+            "setup(name='kubehpc-native', ext_modules=mypycify(sys.argv[1:], opt_level='3') + c_modules,\n"
             "      script_args=['build_ext', '--inplace'])\n"
         )
         log = Path(tmp) / "build.log"
@@ -180,7 +189,7 @@ def install(cached: Path, sources: list[Path]) -> int:
     manifest = {
         "python": sys.version.split()[0],
         "files": [str(rel) for rel in files],
-        "modules": {module_name(p): file_hash(p) for p in sources},
+        "modules": {module_name(p): file_hash(p) for p in [*sources, *c_sources()]},
     }
     # Written last: until it is there, nothing of this build is loaded.
     tmp = MANIFEST.with_suffix(".tmp")

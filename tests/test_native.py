@@ -53,6 +53,18 @@ def test_a_source_changed_after_the_build_makes_it_stale(tmp_path: Path) -> None
     assert _native.stale_reason(manifest, tmp_path) == "pkgx/mod.py changed since it was compiled"
 
 
+def test_a_c_source_changed_after_the_build_makes_it_stale(tmp_path: Path) -> None:
+    manifest = fake_build(tmp_path)
+    helper = tmp_path / "pkgx" / "helper.c"
+    helper.write_text("/* as built */\n")
+    data = json.loads(manifest.read_text())
+    data["modules"]["pkgx.helper"] = hashlib.sha256(helper.read_bytes()).hexdigest()
+    manifest.write_text(json.dumps(data))
+    assert _native.stale_reason(manifest, tmp_path) is None
+    helper.write_text("/* edited */\n")
+    assert _native.stale_reason(manifest, tmp_path) == "pkgx/helper.c changed since it was compiled"
+
+
 def test_a_missing_extension_file_makes_the_build_stale(tmp_path: Path) -> None:
     manifest = fake_build(tmp_path)
     (tmp_path / "pkgx" / f"mod{SUFFIX}").unlink()

@@ -54,7 +54,8 @@ def stale_reason(manifest_path: Path = MANIFEST, src_dir: Path = SRC_DIR) -> str
 
 def _source_of(module: str, src_dir: Path) -> Path | None:
     base = src_dir.joinpath(*module.split("."))
-    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+    # A C extension's source (scripts/build_native.py's C_EXTENSIONS) is its .c file.
+    for candidate in (base.with_suffix(".py"), base / "__init__.py", base.with_suffix(".c")):
         if candidate.is_file():
             return candidate
     return None

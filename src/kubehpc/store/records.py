@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from kubehpc.api import fields as F
+from kubehpc.store.heap import untrack_json
 
 Obj = dict[str, Any]
 
@@ -43,6 +44,9 @@ class Record:
     def __init__(self, raw: bytes, obj: Obj | None = None, rv: int = 0) -> None:
         self.raw = raw
         self._obj = obj
+        if obj is not None:
+            # Kept for as long as this version is, and acyclic: not the collector's business.
+            untrack_json(obj)
         # The resourceVersion of the change that wrote this version; 0 when not known (the
         # previous version carried by a change that a log in the earlier format read back).
         self.rv = rv
@@ -56,6 +60,7 @@ class Record:
         """The decoded object, shared: read it, never change it."""
         if self._obj is None:
             self._obj = orjson.loads(self.raw)
+            untrack_json(self._obj)
         return self._obj
 
     @property
