@@ -24,38 +24,49 @@
  * the containers stay tracked, which is only slower. */
 #define MAX_DEPTH 512
 
+/* Whether ``obj`` is a container the walk looks into: an exact dict or list. A type
+ * comparison, where most values of a tree are strings and numbers. */
+static inline int is_json_container(PyObject *obj)
+{
+    return PyDict_CheckExact(obj) || PyList_CheckExact(obj);
+}
+
+/* ``obj``: an exact dict or list. */
 static void untrack_tree(PyObject *obj, int depth)
 {
-    if (depth > MAX_DEPTH) {
-        return;
-    }
     /* An untracked dict or list holds no tracked container: CPython creates a dict of atomic
      * values untracked and tracks it once a container goes in, and a list is tracked from
      * birth unless walked here already. So the walk stops there, which also keeps it linear
      * where a tree shares a subtree. */
-    if (!PyObject_GC_IsTracked(obj)) {
+    if (depth > MAX_DEPTH || !PyObject_GC_IsTracked(obj)) {
         return;
     }
+    PyObject_GC_UnTrack(obj);
     if (PyDict_CheckExact(obj)) {
-        PyObject_GC_UnTrack(obj);
         Py_ssize_t pos = 0;
         PyObject *key, *value;
         while (PyDict_Next(obj, &pos, &key, &value)) {
-            untrack_tree(value, depth + 1);
+            if (is_json_container(value)) {
+                untrack_tree(value, depth + 1);
+            }
         }
     }
-    else if (PyList_CheckExact(obj)) {
-        PyObject_GC_UnTrack(obj);
+    else {
         Py_ssize_t n = PyList_GET_SIZE(obj);
         for (Py_ssize_t i = 0; i < n; i++) {
-            untrack_tree(PyList_GET_ITEM(obj, i), depth + 1);
+            PyObject *item = PyList_GET_ITEM(obj, i);
+            if (is_json_container(item)) {
+                untrack_tree(item, depth + 1);
+            }
         }
     }
 }
 
 static PyObject *untrack_json(PyObject *module, PyObject *obj)
 {
-    untrack_tree(obj, 0);
+    if (is_json_container(obj)) {
+        untrack_tree(obj, 0);
+    }
     Py_RETURN_NONE;
 }
 
