@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# The hot modules compiled with mypyc (scripts/build_native.py): cached in ~/.cache by the
+# The hot modules compiled with mypyc, and store/_untrack.c (scripts/build_native.py): cached in ~/.cache by the
 # hash of the sources, so a build runs once per change (~2-3 min on 2 cores) and is otherwise
 # a copy. Modules whose source changed after the build load from source (src/kubehpc/_native.py).
 native: install
