@@ -13,6 +13,7 @@ from kubehpc.api.cluster_config import (
 )
 from kubehpc.cli import cluster_common
 from kubehpc.cli.session import CliError, Session
+from kubehpc.kube.stopping import wait_until_set
 from kubehpc.node.agent import NodeAgent
 from kubehpc.node.nvml import host_facts
 
@@ -48,7 +49,7 @@ def run(session: Session, args: argparse.Namespace) -> int:
         )
         agent.start()
         try:
-            stop.wait()
+            wait_until_set(stop)  # timed waits: a signal handler sets it (kube/stopping.py)
         finally:
             agent.stop()
     return 0

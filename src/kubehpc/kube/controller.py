@@ -33,6 +33,7 @@ from kubehpc.controllers.scheduler import SchedulerOptions
 from kubehpc.kube.crds import CrdInstallError
 from kubehpc.kube.gate import GatedScheduler
 from kubehpc.kube.leader import LeaderElector, LeaseConfig
+from kubehpc.kube.stopping import wait_until_set
 from kubehpc.store.client import Client
 
 if TYPE_CHECKING:
@@ -159,7 +160,7 @@ class ClusterController:
             log.info("CustomResourceDefinitions installed: %d of %d", len(crds) - len(refused), len(crds))
         if not self.options.leader_elect:
             self._start_term()
-            stop.wait()
+            wait_until_set(stop)  # timed waits: a signal handler sets it (kube/stopping.py)
             self._stop_term()
             return
         LeaderElector(self.client, self.options.lease).run(stop, self._start_term, self._stop_term)
