@@ -112,15 +112,14 @@ def tune_gc() -> None:
     1,000-pod Job. Freeze what start-up made (registry, schemas) and collect less often.
 
     Almost nothing the plane allocates is cyclic garbage (a collection finds a few thousand
-    objects in a million), so the young generation is collected only after a million new
-    objects: 15,000 queued Jobs cost 1.2 s of collections instead of 2.1 s with 50,000 / 20,
-    at the price of longer pauses (0.3-0.6 s, one older-generation pass of 1.4 s per 30,000
-    Jobs, against 0.4 s before): docs/performance.md, eleventh pass. The store's decoded trees
-    are untracked as it takes them (store/_untrack.c), which took a quarter to a third off each
-    young collection (twenty-fifth pass)."""
+    objects in a million), so the young generation is collected only after two million new
+    objects. The store's decoded trees are untracked as it takes them (store/_untrack.c), which
+    made each collection cheaper (twenty-fifth pass); with that, two million cost half the time
+    in collections of one million (15,000 queued Jobs: 0.5-0.6 s instead of 0.9-1.1 s) at the
+    same longest pause, 0.35-0.6 s (docs/performance.md, eleventh and twenty-sixth passes)."""
     gc.collect()
     gc.freeze()
-    gc.set_threshold(1_000_000, 2, 100)
+    gc.set_threshold(2_000_000, 2, 100)
 
 
 def run_control_plane(
