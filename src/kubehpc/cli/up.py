@@ -115,8 +115,8 @@ def tune_gc() -> None:
     objects in a million), so the young generation is collected only after two million new
     objects. The store's decoded trees are untracked as it takes them (store/_untrack.c), which
     made each collection cheaper (twenty-fifth pass); with that, two million cost half the time
-    in collections of one million (15,000 queued Jobs: 0.5-0.6 s instead of 0.9-1.1 s) at the
-    same longest pause, 0.35-0.6 s (docs/performance.md, eleventh and twenty-sixth passes)."""
+    in collections of one million (15,000 queued Jobs: 0.4-0.6 s instead of 0.8-1.1 s) at the
+    same longest pause, 0.3-0.6 s (docs/performance.md, eleventh and twenty-sixth passes)."""
     gc.collect()
     gc.freeze()
     gc.set_threshold(2_000_000, 2, 100)
