@@ -114,9 +114,10 @@ def tune_gc() -> None:
     Almost nothing the plane allocates is cyclic garbage (a collection finds a few thousand
     objects in a million), so the young generation is collected only after two million new
     objects. The store's decoded trees are untracked as it takes them (store/_untrack.c), which
-    made each collection cheaper (twenty-fifth pass); with that, two million cost half the time
-    in collections of one million (15,000 queued Jobs: 0.4-0.6 s instead of 0.8-1.1 s) at the
-    same longest pause, 0.3-0.6 s (docs/performance.md, eleventh and twenty-sixth passes)."""
+    made each collection cheaper (twenty-fifth pass); with that, two million mean one pause
+    instead of three in a burst of 15,000 queued Jobs, each as long (0.3-0.6 s), and half the
+    time in collections (0.4-0.6 s instead of 0.8-1.1 s). The run's CPU and rate did not move
+    with it (docs/performance.md, eleventh and twenty-sixth passes): the pauses are the gain."""
     gc.collect()
     gc.freeze()
     gc.set_threshold(2_000_000, 2, 100)
