@@ -1,7 +1,9 @@
 # The two commands of the quick start: `make demo` and `make test`.
 # Everything lands in .venv; Debian packages the tests need are installed when missing.
 
-PYTHON ?= python3
+# The interpreter .venv is built on: the system's optimised python3 when usable, else
+# python3 from PATH (scripts/pick-python.sh says why); `make PYTHON=...` picks another.
+PYTHON ?= $(shell bash scripts/pick-python.sh)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | md5sum | cut -c1-12)

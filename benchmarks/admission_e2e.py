@@ -17,7 +17,7 @@ cohort borrowing from the other half, Jobs spread over the queues and three prio
 quota for all of them in the end.
 
 ``probe_ms`` (``benchmarks/machine_probe.py``, timed before the plane starts) says how fast this
-machine's one core was just then, to tell runs on different machines, or in a shared machine's
+machine's one core (and this interpreter build: ``python`` names it) was just then, to tell runs on different machines, or in a shared machine's
 slow and fast phases, apart. ``written_kb_per_workload``: what the process handed to
 ``write()`` in the timed part (``/proc/self/io``: the SQLite log's pages, almost all of it).
 
@@ -431,7 +431,8 @@ def main() -> None:
         f"elapsed_s={elapsed:.2f} cpu_s={cpu:.1f} cpu_ms_per_workload={1000 * cpu / per:.1f} "
         f"writes_per_workload={writes / per:.1f} written_kb_per_workload={written / per / 1024:.1f} "
         f"peak_rss_mb={rss_mb:.0f} admission_cycles={cycles} "
-        f"native={'yes' if kubehpc.NATIVE_OFF_REASON is None else 'no'} probe_ms={machine_ms:.1f}"
+        f"native={'yes' if kubehpc.NATIVE_OFF_REASON is None else 'no'} probe_ms={machine_ms:.1f} "
+        f"python={sys.version.split()[0]}:{getattr(sys, '_base_executable', sys.executable)}"
         + (f" {other.summary()}" if other is not None else "")
     )
 

@@ -1,0 +1,56 @@
+"""``scripts/pick-python.sh``: the interpreter ``make`` builds .venv on is the system's python3
+when it can build the project (Python >= 3.11, venv, C headers), else python3 from PATH."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "pick-python.sh"
+
+
+def pick(candidates: list[str]) -> str:
+    env = {**os.environ, "PICK_PYTHON_CANDIDATES": " ".join(candidates)}
+    done = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def unusable(tmp_path: Path, name: str, exit_code: int = 1) -> str:
+    """An executable that fails whatever it is asked, as a Python without venv or headers does."""
+    path = tmp_path / name
+    path.write_text(f"#!/bin/sh\nexit {exit_code}\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_a_usable_preferred_interpreter_is_picked() -> None:
+    assert pick([sys.executable]) == sys.executable
+
+
+def test_an_interpreter_that_cannot_build_the_project_is_passed_over(tmp_path: Path) -> None:
+    assert pick([unusable(tmp_path, "python3"), sys.executable]) == sys.executable
+
+
+def test_a_missing_interpreter_is_passed_over(tmp_path: Path) -> None:
+    assert pick([str(tmp_path / "no-such-python"), sys.executable]) == sys.executable
+
+
+def test_without_a_usable_preferred_interpreter_python3_from_path_is_picked(tmp_path: Path) -> None:
+    assert pick([unusable(tmp_path, "python3")]) == "python3"
+
+
+def test_by_default_the_system_python3_is_preferred_where_it_can_build_the_project() -> None:
+    system = "/usr/bin/python3"
+    check = (
+        "import ensurepip, os, sys, sysconfig, venv; assert sys.version_info >= (3, 11); "
+        "assert os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h'))"
+    )
+    usable = (
+        os.access(system, os.X_OK)
+        and subprocess.run([system, "-c", check], capture_output=True).returncode == 0
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PICK_PYTHON_CANDIDATES"}
+    done = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == (system if usable else "python3")
