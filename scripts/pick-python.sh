@@ -5,10 +5,11 @@
 # the venv module and the C headers (the mypyc build compiles against them). Distributions
 # build their interpreter with profile-guided and link-time optimisation and link libpython
 # into the executable; a default source build (pyenv's, often first on PATH) does neither.
-# The control plane spends its time in the interpreter and the C API, and runs 15-20 % faster
-# on Debian's build than on pyenv's on the same machine (docs/performance.md, "Twenty-seventh
-# pass"). Otherwise: python3 from PATH. PICK_PYTHON_CANDIDATES (space-separated) replaces the
-# list of preferred interpreters (tests use it).
+# The control plane spends its time in the interpreter and the C API: on Debian's build it
+# admits about 13 % more workloads a second than on pyenv's, on the same machine, with 14 %
+# less CPU per workload (docs/performance.md, "Twenty-seventh pass"). Otherwise: python3 from
+# PATH. PICK_PYTHON_CANDIDATES (space-separated) replaces the list of preferred interpreters
+# (the tests use it).
 set -euo pipefail
 
 usable() {
