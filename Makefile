@@ -9,7 +9,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | md5sum | cut -c1-12)
 PYTEST_ARGS ?=
 
-.PHONY: demo test install native lint typecheck layers unit clean system-deps bench k8s-testenv
+.PHONY: demo test install venv-note native lint typecheck layers unit clean system-deps bench k8s-testenv
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,8 +23,16 @@ install: $(STAMP)
 # The hot modules compiled with mypyc, and store/_untrack.c (scripts/build_native.py): cached in ~/.cache by the
 # hash of the sources, so a build runs once per change (~2-3 min on 2 cores) and is otherwise
 # a copy. Modules whose source changed after the build load from source (src/kubehpc/_native.py).
-native: install
+native: install venv-note
 	$(BIN)/python scripts/build_native.py
+
+# An existing .venv stays on the interpreter it was made with; say so when PYTHON is another.
+venv-note: install
+	@want=$$($(PYTHON) -c 'import os, sys; print(os.path.realpath(sys.executable))' 2>/dev/null); \
+	have=$$($(BIN)/python -c 'import os, sys; print(os.path.realpath(sys._base_executable))'); \
+	if [ -n "$$want" ] && [ "$$want" != "$$have" ]; then \
+		echo "note: .venv runs on $$have, not on $$want (PYTHON); 'make clean' and make again to move it"; \
+	fi
 
 system-deps:
 	@bash scripts/system-deps.sh

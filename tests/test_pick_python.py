@@ -54,3 +54,35 @@ def test_by_default_the_system_python3_is_preferred_where_it_can_build_the_proje
     env = {k: v for k, v in os.environ.items() if k != "PICK_PYTHON_CANDIDATES"}
     done = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == (system if usable else "python3")
+
+
+ROOT = SCRIPT.parents[1]
+
+
+def venv_note(python: str) -> str:
+    done = subprocess.run(
+        ["make", "-s", "--no-print-directory", "venv-note", f"PYTHON={python}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout
+
+
+def test_make_says_when_the_venv_runs_on_another_interpreter_than_it_would_pick(tmp_path: Path) -> None:
+    other = tmp_path / "python3"
+    other.write_text("#!/bin/sh\necho /elsewhere/bin/python3.11\n")  # what `sys.executable` says
+    other.chmod(0o755)
+    note = venv_note(str(other))
+    assert "/elsewhere/bin/python3.11" in note and "make clean" in note
+
+
+def test_make_says_nothing_when_the_venv_runs_on_the_interpreter_it_would_pick() -> None:
+    base = subprocess.run(
+        [str(ROOT / ".venv" / "bin" / "python"), "-c", "import sys; print(sys._base_executable)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert venv_note(base) == ""
