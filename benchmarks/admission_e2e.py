@@ -19,8 +19,8 @@ quota for all of them in the end.
 ``probe_ms`` (``benchmarks/machine_probe.py``, timed before the plane starts) says how fast this
 machine's one core was just then, on this interpreter build (``python`` names it), to tell runs
 on different machines or builds, or in a shared machine's slow and fast phases, apart.
-``written_kb_per_workload``: what the process handed to
-``write()`` in the timed part (``/proc/self/io``: the SQLite log's pages, almost all of it).
+``written_kb_per_workload``: what the process handed to ``write()`` in the timed part
+(``/proc/self/io``: the SQLite log's pages, almost all of it).
 
 ``admission_cycles``: the admission cycles of the timed part that decided anything; a run's
 instructions move with it (``admission_e2e_instructions.py`` prints it too).

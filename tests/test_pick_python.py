@@ -17,10 +17,10 @@ def pick(candidates: list[str]) -> str:
     return done.stdout.strip()
 
 
-def unusable(tmp_path: Path, name: str, exit_code: int = 1) -> str:
+def unusable(tmp_path: Path, name: str) -> str:
     """An executable that fails whatever it is asked, as a Python without venv or headers does."""
     path = tmp_path / name
-    path.write_text(f"#!/bin/sh\nexit {exit_code}\n")
+    path.write_text("#!/bin/sh\nexit 1\n")
     path.chmod(0o755)
     return str(path)
 
